@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Builds the Kubernetes binaries that fluxfed's tests run as local processes, from Go modules
+# through the module proxy: kube-apiserver, kube-controller-manager, kube-scheduler, kubectl
+# (k8s.io/kubernetes), etcd (go.etcd.io/etcd/server/v3) and kwok (sigs.k8s.io/kwok).
+#
+# k8s.io/kubernetes replaces its k8s.io/* staging modules with ./staging paths that do not exist in
+# the published module, so the build module below points every one of them at the published
+# k8s.io module of the matching v0.x.y. etcd is built at the version Kubernetes itself requires.
+#
+# Binaries land in $FLUXFED_K8S_CACHE/<kubernetes version>/ (default ~/.cache/fluxfed/k8s). A warm
+# run checks that every binary is there and reports the expected version, and builds nothing.
+# Prints the directory on its last line; tests find it through KUBEBUILDER_ASSETS or the cache.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=versions.env
+source "$here/versions.env"
+cache_root=${FLUXFED_K8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/fluxfed/k8s}
+out="$cache_root/$KUBE_VERSION"
+binaries=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok)
+
+log() { printf 'k8s-binaries: %s\n' "$*" >&2; }
+
+up_to_date() {
+	local b
+	for b in "${binaries[@]}"; do
+		[[ -x "$out/$b" ]] || return 1
+	done
+	[[ "$("$out/kube-apiserver" --version 2>/dev/null)" == "Kubernetes $KUBE_VERSION" ]] || return 1
+	[[ -f "$out/.complete" ]] || return 1
+}
+
+if up_to_date; then
+	log "cached in $out"
+	echo "$out"
+	exit 0
+fi
+
+start=$(date +%s)
+staging_version="v0.${KUBE_VERSION#v1.}"
+work="$cache_root/.build-$KUBE_VERSION"
+rm -rf "$work"
+mkdir -p "$work/etcd" "$out"
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+
+kube_mod=$(go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
+[[ -f "$kube_mod" ]] || { log "cannot download k8s.io/kubernetes@$KUBE_VERSION"; exit 1; }
+etcd_version=$(awk '$1 == "go.etcd.io/etcd/server/v3" {print $2; exit}' "$kube_mod")
+[[ -n "$etcd_version" ]] || { log "k8s.io/kubernetes@$KUBE_VERSION does not name an etcd server version"; exit 1; }
+
+{
+	echo "module fluxfed.local/k8sbin"
+	echo
+	echo "go 1.26"
+	echo
+	echo "require ("
+	echo "	k8s.io/kubernetes $KUBE_VERSION"
+	echo "	go.etcd.io/etcd/server/v3 $etcd_version"
+	echo "	sigs.k8s.io/kwok $KWOK_VERSION"
+	echo ")"
+	echo
+	echo "replace ("
+	# Every "k8s.io/x => ./staging/src/k8s.io/x" becomes "k8s.io/x => k8s.io/x v0.N.P".
+	awk -v v="$staging_version" '$2 == "=>" && $3 ~ /^\.\/staging\// {printf "\t%s => %s %s\n", $1, $1, v}' "$kube_mod"
+	echo ")"
+} >go.mod
+
+cat >etcd/main.go <<'GO'
+// Command etcd is etcd's own server entry point, built at the version Kubernetes requires.
+package main
+
+import (
+	"os"
+
+	"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() { etcdmain.Main(os.Args) }
+GO
+
+cat >tools.go <<'GO'
+//go:build tools
+
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubectl"
+	_ "sigs.k8s.io/kwok/cmd/kwok"
+)
+GO
+
+log "resolving modules (k8s.io/kubernetes $KUBE_VERSION, etcd $etcd_version, kwok $KWOK_VERSION)"
+go mod tidy -e >/dev/null 2>"$work/tidy.log" || { cat "$work/tidy.log" >&2; exit 1; }
+
+minor=${KUBE_VERSION#v1.}
+minor=${minor%%.*}
+ldflags="-s -w"
+for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+	ldflags+=" -X $p.gitVersion=$KUBE_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor"
+	ldflags+=" -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
+done
+
+build() { # name package [ldflags]
+	local t0=$(date +%s)
+	log "building $1 (cold builds take minutes on 2 cores)"
+	CGO_ENABLED=0 go build -trimpath -ldflags "$3" -o "$out/$1" "$2"
+	log "built $1 in $(($(date +%s) - t0))s"
+}
+
+rm -f "$out/.complete"
+build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$ldflags"
+build etcd ./etcd "-s -w"
+build kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager "$ldflags"
+build kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler "$ldflags"
+build kubectl k8s.io/kubernetes/cmd/kubectl "$ldflags"
+build kwok sigs.k8s.io/kwok/cmd/kwok "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION"
+cp go.mod "$out/build.go.mod"
+touch "$out/.complete"
+log "done in $(($(date +%s) - start))s: $out"
+echo "$out"

@@ -1,0 +1,107 @@
+// Package k8sbin finds the Kubernetes binaries (kube-apiserver, etcd, kube-controller-manager,
+// kube-scheduler, kubectl, kwok) that build.sh beside it builds from Go modules, so that tests can
+// run real control planes as local processes.
+package k8sbin
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+//go:embed versions.env
+var versionsEnv string
+
+// EnvAssets names the variable that points at a directory holding the binaries. It is the one
+// controller-runtime's envtest reads, so a directory set up for envtest works unchanged.
+const EnvAssets = "KUBEBUILDER_ASSETS"
+
+// EnvCache names the variable that overrides the root of the binary cache.
+const EnvCache = "FLUXFED_K8S_CACHE"
+
+// Versions holds the pinned versions from versions.env.
+type Versions struct {
+	// Kube is the k8s.io/kubernetes version, e.g. v1.36.3.
+	Kube string
+	// Kwok is the sigs.k8s.io/kwok version.
+	Kwok string
+}
+
+// Pinned returns the versions that build.sh builds.
+func Pinned() Versions {
+	v, err := parseVersions(versionsEnv)
+	if err != nil {
+		// versions.env is embedded at build time and covered by a test, so this cannot happen
+		// in a binary that passed its tests.
+		panic(err)
+	}
+	return v
+}
+
+func parseVersions(env string) (Versions, error) {
+	var v Versions
+	for _, line := range strings.Split(env, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		key, value, ok := strings.Cut(line, "=")
+		if !ok {
+			return Versions{}, fmt.Errorf("versions.env: line %q is not KEY=VALUE", line)
+		}
+		switch key {
+		case "KUBE_VERSION":
+			v.Kube = value
+		case "KWOK_VERSION":
+			v.Kwok = value
+		default:
+			return Versions{}, fmt.Errorf("versions.env: unknown key %q", key)
+		}
+	}
+	if v.Kube == "" || v.Kwok == "" {
+		return Versions{}, errors.New("versions.env: KUBE_VERSION and KWOK_VERSION are both required")
+	}
+	return v, nil
+}
+
+// CacheDir returns where build.sh puts the binaries of the pinned Kubernetes version:
+// $FLUXFED_K8S_CACHE/<version>, by default under the user's cache directory
+// (~/.cache/fluxfed/k8s/<version>).
+func CacheDir() (string, error) {
+	root := os.Getenv(EnvCache)
+	if root == "" {
+		base, err := os.UserCacheDir()
+		if err != nil {
+			return "", fmt.Errorf("finding the user cache directory: %w", err)
+		}
+		root = filepath.Join(base, "fluxfed", "k8s")
+	}
+	return filepath.Join(root, Pinned().Kube), nil
+}
+
+// Dir returns the directory that holds every binary in names: $KUBEBUILDER_ASSETS when set,
+// else the cache. The error says how to build the binaries when they are missing.
+func Dir(names ...string) (string, error) {
+	dir, from := os.Getenv(EnvAssets), EnvAssets
+	if dir == "" {
+		var err error
+		if dir, err = CacheDir(); err != nil {
+			return "", err
+		}
+		from = "the binary cache"
+	}
+	var missing []string
+	for _, name := range names {
+		if info, err := os.Stat(filepath.Join(dir, name)); err != nil || info.IsDir() || info.Mode()&0o111 == 0 {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		return "", fmt.Errorf("%s (%s) lacks %s: run `make k8s-binaries` to build them (minutes the first time), or point %s at a directory that has them",
+			dir, from, strings.Join(missing, ", "), EnvAssets)
+	}
+	return dir, nil
+}
