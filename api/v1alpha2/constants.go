@@ -1,0 +1,120 @@
+package v1alpha2
+
+// Label and annotation keys that fluxfed puts on the objects it manages.
+const (
+	// LabelMiniCluster is set on every pod (and the other objects) of a MiniCluster, with the
+	// MiniCluster's name as value. The scale subresource's status.selector uses it.
+	LabelMiniCluster = "fluxfed.io/minicluster"
+
+	// LabelOriginHub is set on every object the hub creates on a member cluster (child
+	// MiniClusters, their namespaces and CURVE Secrets). Its value identifies the hub, so that
+	// several hubs can share a member without touching each other's objects.
+	LabelOriginHub = "fluxfed.io/origin-hub"
+
+	// LabelOriginNamespace is set with LabelOriginHub; its value is the namespace of the root
+	// MiniCluster on the hub.
+	LabelOriginNamespace = "fluxfed.io/origin-namespace"
+
+	// LabelOriginName is set with LabelOriginHub; its value is the name of the root MiniCluster.
+	LabelOriginName = "fluxfed.io/origin-name"
+
+	// AnnotationOriginUID is set with LabelOriginHub; its value is the UID of the root
+	// MiniCluster. Owner references do not cross clusters: the hub deletes an object on a
+	// member only when its origin labels and this UID match the root.
+	AnnotationOriginUID = "fluxfed.io/origin-uid"
+)
+
+// Field managers of fluxfed's server-side apply requests.
+const (
+	// FieldOwnerMember is the field manager of the MiniCluster reconciler, which runs in every
+	// mode and renders a MiniCluster's own Job, Services, ConfigMaps and Secret.
+	FieldOwnerMember = "fluxfed-member"
+
+	// FieldOwnerHub is the field manager of the hub reconciler, which exposes the lead broker
+	// and applies child MiniClusters and their Secrets to member clusters.
+	FieldOwnerHub = "fluxfed-hub"
+)
+
+// FinalizerBursts is put on a root MiniCluster by the hub while it has children on member
+// clusters, so that deleting the root first deletes them there.
+const FinalizerBursts = "fluxfed.io/bursts"
+
+// Condition types of a MiniCluster. All have positive polarity: True is the state the name
+// describes.
+const (
+	// ConditionReady is True when all size broker pods of this MiniCluster are running and
+	// ready.
+	ConditionReady = "Ready"
+
+	// ConditionComplete is True when the indexed Job finished successfully: the lead broker's
+	// work is done.
+	ConditionComplete = "Complete"
+
+	// ConditionFailed is True when the MiniCluster cannot make progress without a change: its
+	// Job failed, or an object could not be applied.
+	ConditionFailed = "Failed"
+
+	// ConditionBursting is True when every burst that names a member cluster has been applied
+	// there. Only set on a root MiniCluster with such bursts.
+	ConditionBursting = "Bursting"
+
+	// ConditionBurstsReady is True when every burst that names a member cluster reports all of
+	// its brokers ready.
+	ConditionBurstsReady = "BurstsReady"
+
+	// ConditionLeadBrokerReachable is True when the lead broker is exposed and its address is
+	// known, so bursts can be told where to connect.
+	ConditionLeadBrokerReachable = "LeadBrokerReachable"
+)
+
+// Reasons of MiniCluster conditions, in CamelCase as metav1.Condition requires.
+const (
+	// ReasonPodsReady (Ready=True): every broker pod is running and ready.
+	ReasonPodsReady = "PodsReady"
+	// ReasonPodsNotReady (Ready=False): some broker pods are missing, pending or not ready.
+	ReasonPodsNotReady = "PodsNotReady"
+
+	// ReasonJobComplete (Complete=True): the indexed Job completed.
+	ReasonJobComplete = "JobComplete"
+	// ReasonJobRunning (Complete=False, Failed=False): the indexed Job has not finished.
+	ReasonJobRunning = "JobRunning"
+	// ReasonJobFailed (Failed=True): the indexed Job failed; the message carries the Job's
+	// own reason.
+	ReasonJobFailed = "JobFailed"
+	// ReasonApplyFailed (Failed=True, Bursting=False): the API server rejected an object
+	// fluxfed applied.
+	ReasonApplyFailed = "ApplyFailed"
+	// ReasonImmutableFieldChanged (Failed=True): a spec change needs a field that cannot be
+	// updated in place, such as the Job's pod template; recreate the MiniCluster to apply it.
+	ReasonImmutableFieldChanged = "ImmutableFieldChanged"
+
+	// ReasonBurstsApplied (Bursting=True): every burst is applied to its member.
+	ReasonBurstsApplied = "BurstsApplied"
+	// ReasonBurstsPending (Bursting=False): some bursts are not applied yet, for example while
+	// the lead broker's address is unknown.
+	ReasonBurstsPending = "BurstsPending"
+	// ReasonMemberNotFound (Bursting=False): a burst names a cluster the hub has not
+	// registered.
+	ReasonMemberNotFound = "MemberNotFound"
+	// ReasonMemberUnreachable (Bursting=False, BurstsReady=False): a member cluster did not
+	// answer.
+	ReasonMemberUnreachable = "MemberUnreachable"
+	// ReasonInvalidFederation (Bursting=False): the bursts cannot be planned, for example
+	// because the hostlist would not fit Flux's rules.
+	ReasonInvalidFederation = "InvalidFederation"
+
+	// ReasonAllBurstsReady (BurstsReady=True): every burst reports all of its brokers ready.
+	ReasonAllBurstsReady = "AllBurstsReady"
+	// ReasonBurstsNotReady (BurstsReady=False): some bursts have brokers that are not ready.
+	ReasonBurstsNotReady = "BurstsNotReady"
+
+	// ReasonAddressAssigned (LeadBrokerReachable=True): the lead broker's Service has an
+	// address the bursts can dial.
+	ReasonAddressAssigned = "AddressAssigned"
+	// ReasonAddressOverridden (LeadBrokerReachable=True): spec.flux.bursting.expose.address is
+	// advertised as given.
+	ReasonAddressOverridden = "AddressOverridden"
+	// ReasonAddressPending (LeadBrokerReachable=False): the Service exists but has no usable
+	// address yet (no node address, or the load balancer is not provisioned).
+	ReasonAddressPending = "AddressPending"
+)

@@ -1,0 +1,34 @@
+package v1alpha2
+
+// MaxSize returns the number of brokers the MiniCluster's own part of the Flux instance has room
+// for: spec.maxSize when it is set and larger than spec.size, spec.size otherwise. Hostlists and
+// the indexed Job's completions are sized by it. It assumes the schema defaults were applied
+// (spec.size is at least 1 in any stored object).
+func (mc *MiniCluster) MaxSize() int32 {
+	if mc.Spec.MaxSize > mc.Spec.Size {
+		return mc.Spec.MaxSize
+	}
+	return mc.Spec.Size
+}
+
+// IsBurstChild reports whether the MiniCluster joins another MiniCluster's Flux instance
+// (spec.flux.bursting.leadBroker is set) instead of leading its own.
+func (mc *MiniCluster) IsBurstChild() bool {
+	return mc.Spec.Flux.Bursting.LeadBroker != nil
+}
+
+// FluxContainer returns the container that runs Flux: the only container when there is one,
+// otherwise the first with runFlux set. It returns nil when no container qualifies, which the
+// schema does not admit. The result points into mc.Spec.Containers.
+func (mc *MiniCluster) FluxContainer() *Container {
+	containers := mc.Spec.Containers
+	if len(containers) == 1 {
+		return &containers[0]
+	}
+	for i := range containers {
+		if containers[i].RunFlux {
+			return &containers[i]
+		}
+	}
+	return nil
+}

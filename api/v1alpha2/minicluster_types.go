@@ -1,0 +1,233 @@
+package v1alpha2
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// MiniCluster is a Flux instance running in Kubernetes: an indexed Job whose pods each run one
+// Flux broker, joined through a headless Service. Rank 0 (pod index 0) is the lead broker; it
+// runs the command of the Flux container, or waits for users when the cluster is interactive.
+//
+// A MiniCluster can reserve room for brokers in other places (spec.flux.bursting). With fluxfed
+// running as a hub, entries of spec.flux.bursting.clusters that name a member cluster are
+// created there as child MiniClusters whose brokers join this one.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=mc
+// +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.size,statuspath=.status.size,selectorpath=.status.selector
+// +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.spec.size`,description="Number of broker pods requested"
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.ready`,description="Broker pods running and ready"
+// +kubebuilder:printcolumn:name="Bursts",type=string,JSONPath=`.status.bursts[*].phase`,description="Phase of each burst"
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS label (lowercase letters, digits and '-', starting and ending with a letter or digit, no dots) because it prefixes every pod hostname",fieldPath=".metadata"
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) + 1 + size(string((has(self.spec.maxSize) && self.spec.maxSize > self.spec.size ? self.spec.maxSize : self.spec.size) - 1)) <= 63",message="metadata.name is too long for spec.size and spec.maxSize: every pod hostname '<name>-<index>' must fit in 63 characters",fieldPath=".metadata"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.flux) || !has(self.spec.flux.bursting) || has(self.spec.flux.bursting.leadBroker) || !has(self.spec.flux.bursting.clusters) || self.spec.flux.bursting.clusters.all(c, c.name != self.metadata.name)",message="spec.flux.bursting.clusters[].name must differ from metadata.name: burst hostnames would collide with this MiniCluster's own",fieldPath=".spec.flux.bursting.clusters"
+type MiniCluster struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// metadata is the standard object metadata. The name must be a DNS label: pods are named
+	// and hostnamed '<name>-<index>'.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitzero"`
+
+	// spec describes the MiniCluster the user asks for.
+	// +required
+	Spec MiniClusterSpec `json:"spec"`
+
+	// status is what the controllers observed; it is written by fluxfed only.
+	// +optional
+	Status MiniClusterStatus `json:"status,omitzero"`
+}
+
+// MiniClusterList is a list of MiniClusters.
+//
+// +kubebuilder:object:root=true
+type MiniClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ListMeta `json:"metadata,omitzero"`
+
+	// items are the MiniClusters in the list.
+	Items []MiniCluster `json:"items"`
+}
+
+// MiniClusterSpec describes the pods of a MiniCluster, the Flux instance they form and how it
+// may burst beyond them.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.maxSize) || self.maxSize == 0 || self.maxSize >= self.size",message="spec.size must not exceed spec.maxSize: the MiniCluster cannot grow beyond maxSize (leave maxSize unset or 0 to follow size)",fieldPath=".maxSize"
+// +kubebuilder:validation:XValidation:rule="!has(self.minSize) || self.minSize <= self.size",message="spec.minSize must not be larger than spec.size",fieldPath=".minSize"
+type MiniClusterSpec struct {
+	// containers run in every pod of the MiniCluster. Exactly one of them runs Flux: the only
+	// container when there is one, otherwise the one with runFlux: true. Every other container
+	// needs a name.
+	// +required
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:XValidation:rule="self.filter(c, has(c.runFlux) && c.runFlux).size() <= 1",message="spec.containers: at most one container may set runFlux: true"
+	// +kubebuilder:validation:XValidation:rule="self.size() <= 1 || self.exists(c, has(c.runFlux) && c.runFlux)",message="spec.containers: with more than one container, one of them must set runFlux: true (a single container runs Flux without it)"
+	// +kubebuilder:validation:XValidation:rule="self.size() <= 1 || self.all(c, (has(c.runFlux) && c.runFlux) || has(c.name))",message="spec.containers: every container that does not run Flux needs a name"
+	// +kubebuilder:validation:XValidation:rule="self.all(c, !(self.size() == 1 || (has(c.runFlux) && c.runFlux)) || !has(c.command) || c.command == '' || !has(c.commands) || !has(c.commands.script) || c.commands.script == '')",message="spec.containers: the container that runs Flux cannot set both command and commands.script; choose one"
+	// +kubebuilder:validation:XValidation:rule="self.all(c, !has(c.name) || self.exists_one(d, has(d.name) && d.name == c.name))",message="spec.containers: container names must be unique"
+	Containers []Container `json:"containers"`
+
+	// services are extra containers run in a pod of their own, '<name>-services', next to the
+	// MiniCluster's pods and reachable through the same headless Service (a registry or a web
+	// server, for example). Every service needs a name.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:XValidation:rule="self.all(s, has(s.name))",message="spec.services: every service container needs a name"
+	// +kubebuilder:validation:XValidation:rule="self.all(s, !has(s.name) || self.exists_one(d, has(d.name) && d.name == s.name))",message="spec.services: service container names must be unique"
+	Services []Container `json:"services,omitempty"`
+
+	// resourceClaims are dynamic resource claims added to every pod; containers reference them
+	// by name in resources.claims.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	ResourceClaims []corev1.PodResourceClaim `json:"resourceClaims,omitempty"`
+
+	// network configures the headless Service that gives every pod a stable DNS name.
+	// +optional
+	// +kubebuilder:default={}
+	Network Network `json:"network,omitzero"`
+
+	// jobLabels are added to the labels of the indexed Job.
+	// +optional
+	JobLabels map[string]string `json:"jobLabels,omitempty"`
+
+	// interactive starts the lead broker without a command and keeps it running, so users can
+	// exec into the pod and use the Flux instance. Stopping the instance (flux shutdown) ends
+	// the MiniCluster cleanly.
+	// +optional
+	// +kubebuilder:default=false
+	Interactive bool `json:"interactive,omitempty"`
+
+	// flux holds the settings of the Flux instance shared by every broker.
+	// +optional
+	// +kubebuilder:default={}
+	Flux FluxSpec `json:"flux,omitzero"`
+
+	// logging controls what the pods' entrypoint scripts print.
+	// +optional
+	Logging Logging `json:"logging,omitzero"`
+
+	// archive names a file to restore the Flux instance's state from when it starts and to
+	// save it to when it stops.
+	// +optional
+	Archive Archive `json:"archive,omitzero"`
+
+	// shareProcessNamespace lets the containers of a pod see each other's processes.
+	// +optional
+	ShareProcessNamespace bool `json:"shareProcessNamespace,omitempty"`
+
+	// cleanup deletes the MiniCluster's pods once the lead broker has finished.
+	// +optional
+	// +kubebuilder:default=false
+	Cleanup bool `json:"cleanup,omitempty"`
+
+	// size is the number of broker pods to run. The lead broker starts its work once this many
+	// brokers (or minSize, when set) have joined. It can be changed later, also through the scale
+	// subresource, between 1 and maxSize.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	Size int32 `json:"size,omitempty"`
+
+	// maxSize is the largest size the MiniCluster may be scaled to. Flux is told about this
+	// many brokers up front, so it must be at least size. 0 or unset means size.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	MaxSize int32 `json:"maxSize,omitempty"`
+
+	// minSize is the number of brokers that must be online before the lead broker starts its
+	// work. It must not exceed size; 0 or unset means size.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	MinSize int32 `json:"minSize,omitempty"`
+
+	// backoffLimit is the number of pod failures the indexed Job tolerates before it fails.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	BackoffLimit int32 `json:"backoffLimit,omitempty"`
+
+	// tasks is the number of tasks for the command of the Flux container. When tasks is larger
+	// than size the command runs with '-N <size> -n <tasks>'; set it to 0 to pass only
+	// '-N <size>'.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=0
+	Tasks *int32 `json:"tasks,omitempty"`
+
+	// deadlineSeconds limits how long the indexed Job may run, in seconds (the default is about
+	// one year). Time spent suspended does not count.
+	// +optional
+	// +kubebuilder:default=31500000
+	// +kubebuilder:validation:Minimum=1
+	DeadlineSeconds int64 `json:"deadlineSeconds,omitempty"`
+
+	// pod holds settings applied to every pod of the MiniCluster.
+	// +optional
+	Pod MiniClusterPod `json:"pod,omitzero"`
+}
+
+// Network configures how the MiniCluster's pods find each other.
+type Network struct {
+	// headlessName is the name of the headless Service that gives pod i the DNS name
+	// '<minicluster>-<i>.<headlessName>.<namespace>.svc.cluster.local'.
+	// +optional
+	// +kubebuilder:default="flux-service"
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
+	HeadlessName string `json:"headlessName,omitempty"`
+
+	// disableAffinity removes the affinity rules that place at most one pod of the MiniCluster
+	// on each node (and spread them across zones), so several brokers may share a node.
+	// +optional
+	DisableAffinity bool `json:"disableAffinity,omitempty"`
+}
+
+// Logging selects what the entrypoint scripts of the pods print. These settings concern the
+// job's output, not fluxfed's own logs.
+type Logging struct {
+	// quiet prints only the output of the user's command: no progress messages.
+	// +optional
+	// +kubebuilder:default=false
+	Quiet bool `json:"quiet,omitempty"`
+
+	// strict runs the entrypoint scripts in bash strict mode, so that any failing step stops
+	// the script with an error.
+	// +optional
+	// +kubebuilder:default=false
+	Strict bool `json:"strict,omitempty"`
+
+	// debug makes Flux more verbose about job submission.
+	// +optional
+	// +kubebuilder:default=false
+	Debug bool `json:"debug,omitempty"`
+
+	// zeromq turns on ZeroMQ debug logging in the brokers (tbon.zmqdebug), which shows
+	// connection attempts between brokers.
+	// +optional
+	// +kubebuilder:default=false
+	Zeromq bool `json:"zeromq,omitempty"`
+
+	// timed prints wall-clock timings of the main Flux commands, prefixed with FLUXTIME. The
+	// container running Flux must provide /usr/bin/time.
+	// +optional
+	// +kubebuilder:default=false
+	Timed bool `json:"timed,omitempty"`
+}
+
+// Archive names the file that keeps a Flux instance's state between MiniClusters.
+type Archive struct {
+	// path of the archive file, typically on a persistent volume. When it exists at start the
+	// state is loaded from it; when the lead broker stops the state is dumped to it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	Path string `json:"path,omitempty"`
+}

@@ -1,0 +1,128 @@
+package v1alpha2
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// MiniClusterStatus is the observed state of a MiniCluster, computed by fluxfed.
+type MiniClusterStatus struct {
+	// conditions describe the MiniCluster's state: Ready, Complete and Failed for the local
+	// pods, and on a root with bursts Bursting, BurstsReady and LeadBrokerReachable.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=32
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// size is the number of broker pods currently requested, for the scale subresource.
+	// +optional
+	Size int32 `json:"size,omitempty"`
+
+	// selector is the label selector of the MiniCluster's pods, in string form, for the scale
+	// subresource.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Selector string `json:"selector,omitempty"`
+
+	// maximumSize is the number of brokers the Flux instance was created with room for: the
+	// largest size the MiniCluster can be scaled to.
+	// +optional
+	MaximumSize int32 `json:"maximumSize,omitempty"`
+
+	// ready is the number of broker pods that are running and ready.
+	// +optional
+	Ready int32 `json:"ready,omitempty"`
+
+	// jobid is kept for compatibility with the Flux Operator, which reserved it for a Flux job
+	// ID. fluxfed does not set it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Jobid string `json:"jobid,omitempty"`
+
+	// leadBroker is where the bursts reach the lead broker, once the hub has exposed it.
+	// +optional
+	LeadBroker *LeadBrokerStatus `json:"leadBroker,omitempty"`
+
+	// hostlist is the instance's global hostlist in rank order, as given to every broker of
+	// the root and of its bursts, for example "flux-sample-[0-1],burst-0-[0-3]".
+	// +optional
+	// +kubebuilder:validation:MaxLength=65536
+	Hostlist string `json:"hostlist,omitempty"`
+
+	// bursts report the state of each burst that names a member cluster.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
+	Bursts []BurstStatus `json:"bursts,omitempty"`
+}
+
+// LeadBrokerStatus is the endpoint at which the bursts reach the root's lead broker.
+type LeadBrokerStatus struct {
+	// address advertised to the bursts: an IPv4 address or a DNS name.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Address string `json:"address,omitempty"`
+
+	// port advertised to the bursts.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=65535
+	Port int32 `json:"port,omitempty"`
+}
+
+// BurstStatus is the observed state of one burst on its member cluster.
+type BurstStatus struct {
+	// name of the burst, as in spec.flux.bursting.clusters.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+
+	// cluster is the member cluster the burst was created on.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Cluster string `json:"cluster,omitempty"`
+
+	// namespace of the child MiniCluster on the member cluster.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
+
+	// size is the number of brokers the burst was created with.
+	// +optional
+	Size int32 `json:"size,omitempty"`
+
+	// phase summarises the burst's state.
+	// +optional
+	Phase BurstPhase `json:"phase,omitempty"`
+
+	// ready is the number of the burst's broker pods that are running and ready.
+	// +optional
+	Ready int32 `json:"ready,omitempty"`
+
+	// message explains the phase, for example why the member cannot be reached.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32768
+	Message string `json:"message,omitempty"`
+}
+
+// BurstPhase summarises the state of a burst on its member cluster.
+//
+// +kubebuilder:validation:Enum=Pending;Applied;Ready;Failed;Unreachable
+type BurstPhase string
+
+const (
+	// BurstPending means the child MiniCluster has not been created yet, for example while the
+	// lead broker's address is unknown.
+	BurstPending BurstPhase = "Pending"
+	// BurstApplied means the child MiniCluster exists on the member but its brokers are not all
+	// ready.
+	BurstApplied BurstPhase = "Applied"
+	// BurstReady means all of the burst's broker pods are running and ready.
+	BurstReady BurstPhase = "Ready"
+	// BurstFailed means the burst cannot make progress: the member rejected the child, or the
+	// child MiniCluster failed.
+	BurstFailed BurstPhase = "Failed"
+	// BurstUnreachable means the hub cannot reach the member cluster (or it is not registered).
+	BurstUnreachable BurstPhase = "Unreachable"
+)

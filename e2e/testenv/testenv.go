@@ -1,0 +1,84 @@
+// Package testenv starts a real kube-apiserver and etcd (controller-runtime's envtest) with
+// fluxfed's CRDs installed, for tests that need an API server rather than a fake client.
+package testenv
+
+import (
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/e2e/k8sbin"
+)
+
+// Env is a running API server with fluxfed's CRDs installed.
+type Env struct {
+	// Config reaches the API server as an administrator.
+	Config *rest.Config
+	// Client is a controller-runtime client with the Kubernetes and fluxfed types registered.
+	Client client.Client
+	// Scheme holds the Kubernetes and fluxfed types.
+	Scheme *k8sruntime.Scheme
+}
+
+// RepoRoot returns the root of the fluxfed source tree, found from this file's location so that
+// tests work from any package directory.
+func RepoRoot() string {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		panic("testenv: cannot locate the source tree")
+	}
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// Scheme returns a scheme with the Kubernetes built-in types and fluxfed's API.
+func Scheme() (*k8sruntime.Scheme, error) {
+	s := k8sruntime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := fluxv1alpha2.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Start starts an API server for the test and stops it when the test ends. It fails the test,
+// saying how to build the binaries, when kube-apiserver or etcd cannot be found.
+func Start(t testing.TB) *Env {
+	t.Helper()
+	dir, err := k8sbin.Dir("kube-apiserver", "etcd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheme, err := Scheme()
+	if err != nil {
+		t.Fatalf("building the scheme: %v", err)
+	}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: dir,
+		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "deploy", "crd")},
+		ErrorIfCRDPathMissing: true,
+		Scheme:                scheme,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("starting kube-apiserver and etcd from %s: %v", dir, err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("stopping the API server: %v", err)
+		}
+	})
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatalf("building a client: %v", err)
+	}
+	return &Env{Config: cfg, Client: c, Scheme: scheme}
+}

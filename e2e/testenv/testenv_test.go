@@ -1,0 +1,33 @@
+package testenv
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+
+	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+)
+
+func TestRepoRootHoldsTheModule(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(RepoRoot(), "go.mod"))
+	require.NoError(t, err)
+	require.Contains(t, string(data), "module github.com/fluxfed/fluxfed\n")
+}
+
+func TestStartServesTheMiniClusterAPI(t *testing.T) {
+	env := Start(t)
+	ctx := context.Background()
+
+	var namespaces corev1.NamespaceList
+	require.NoError(t, env.Client.List(ctx, &namespaces))
+	require.NotEmpty(t, namespaces.Items, "built-in namespaces")
+
+	// The CRD is installed and established: listing MiniClusters works through the typed client.
+	var mcs fluxv1alpha2.MiniClusterList
+	require.NoError(t, env.Client.List(ctx, &mcs))
+	require.Empty(t, mcs.Items)
+}
