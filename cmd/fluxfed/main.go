@@ -17,14 +17,19 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	if err := runWithSignals(os.Args[1:]); err != nil {
 		if !errors.Is(err, errUsage) {
 			fmt.Fprintln(os.Stderr, "fluxfed:", err)
 		}
 		os.Exit(1)
 	}
+}
+
+// runWithSignals runs the command until it returns or SIGINT/SIGTERM cancels it.
+func runWithSignals(args []string) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return run(ctx, args, os.Stdout, os.Stderr)
 }
 
 // errUsage reports that the usage text was already printed.
