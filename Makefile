@@ -1,0 +1,91 @@
+# fluxfed: `make help` lists the targets.
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+GO ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+BIN_DIR ?= bin
+
+# Tools are pinned and cached outside the source tree.
+TOOLS_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/fluxfed/tools
+CONTROLLER_TOOLS_VERSION ?= v0.21.0
+GOLANGCI_LINT_VERSION ?= v2.15.0
+CONTROLLER_GEN ?= $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
+GOLANGCI_LINT ?= $(TOOLS_DIR)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+
+# Extra flags for `go test`, e.g. `make test TESTFLAGS='-run TestX -v'`.
+TESTFLAGS ?=
+
+##@ General
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z0-9_-]+:.*##/ {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2} /^##@/ {printf "\n%s\n", substr($$0, 5)}' $(MAKEFILE_LIST)
+
+##@ Build
+
+.PHONY: build
+build: ## Build bin/fluxfed.
+	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN_DIR)/fluxfed ./cmd/fluxfed
+
+.PHONY: k8s-binaries
+k8s-binaries: ## Build (or find cached) kube-apiserver, etcd, kube-controller-manager, kube-scheduler, kubectl and kwok.
+	@e2e/k8sbin/build.sh >/dev/null
+
+##@ Test
+
+.PHONY: test
+test: ## Run every test against real API servers (builds the Kubernetes binaries the first time).
+	@assets=$$(e2e/k8sbin/build.sh) && \
+	KUBEBUILDER_ASSETS=$$assets $(GO) test -count=1 $(TESTFLAGS) ./...
+
+.PHONY: bench
+bench: ## Run the benchmarks.
+	$(GO) test -run='^$$' -bench=. -benchmem ./...
+
+##@ Code generation
+
+.PHONY: generate
+generate: ## Generate deepcopy code for the API types.
+	$(CONTROLLER_GEN) object paths=./api/...
+
+.PHONY: manifests
+manifests: ## Generate the CRD under deploy/crd.
+	$(CONTROLLER_GEN) crd paths=./api/... output:crd:dir=deploy/crd
+
+##@ Verification
+
+.PHONY: fmt
+fmt: ## Format the Go code.
+	gofmt -w $$(git ls-files --cached --others --exclude-standard '*.go')
+
+.PHONY: vet
+vet: ## Run go vet.
+	$(GO) vet ./...
+
+.PHONY: lint
+lint: $(GOLANGCI_LINT) ## Run golangci-lint.
+	$(GOLANGCI_LINT) run ./...
+
+$(GOLANGCI_LINT):
+	@mkdir -p $(TOOLS_DIR)
+	@echo "Building golangci-lint $(GOLANGCI_LINT_VERSION) (once; cached in $(TOOLS_DIR))"
+	GOBIN=$(TOOLS_DIR)/.gobin-$(GOLANGCI_LINT_VERSION) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	mv $(TOOLS_DIR)/.gobin-$(GOLANGCI_LINT_VERSION)/golangci-lint $@
+	rmdir $(TOOLS_DIR)/.gobin-$(GOLANGCI_LINT_VERSION)
+
+.PHONY: verify
+verify: generate manifests ## Regenerate, then check formatting, vet, lint and that nothing generated changed.
+	@unformatted=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); \
+	if [[ -n "$$unformatted" ]]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
+	$(GO) mod tidy -diff
+	$(MAKE) --no-print-directory vet lint
+	@if [[ -n "$$(git status --porcelain -- api deploy)" ]]; then \
+		echo "Generated files are out of date; run 'make generate manifests' and commit:"; \
+		git status --porcelain -- api deploy; git diff --stat -- api deploy; exit 1; fi
+	@echo "verify: ok"
+
+.PHONY: clean
+clean: ## Remove build outputs (not the cached tools or Kubernetes binaries).
+	rm -rf $(BIN_DIR)
