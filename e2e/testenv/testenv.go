@@ -10,6 +10,8 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -81,4 +83,20 @@ func Start(t testing.TB) *Env {
 		t.Fatalf("building a client: %v", err)
 	}
 	return &Env{Config: cfg, Client: c, Scheme: scheme}
+}
+
+// Kubeconfig returns a kubeconfig that reaches the API server as an administrator, with the
+// credentials inline, as fluxfed expects a member's kubeconfig to be.
+func (e *Env) Kubeconfig() ([]byte, error) {
+	const name = "envtest"
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters[name] = &clientcmdapi.Cluster{Server: e.Config.Host, CertificateAuthorityData: e.Config.CAData}
+	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{
+		ClientCertificateData: e.Config.CertData,
+		ClientKeyData:         e.Config.KeyData,
+		Token:                 e.Config.BearerToken,
+	}
+	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	kc.CurrentContext = name
+	return clientcmd.Write(*kc)
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 )
@@ -30,4 +32,17 @@ func TestStartServesTheMiniClusterAPI(t *testing.T) {
 	var mcs fluxv1alpha2.MiniClusterList
 	require.NoError(t, env.Client.List(ctx, &mcs))
 	require.Empty(t, mcs.Items)
+}
+
+func TestKubeconfigReachesTheAPIServer(t *testing.T) {
+	env := Start(t)
+	data, err := env.Kubeconfig()
+	require.NoError(t, err)
+
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
+	require.NoError(t, err)
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	require.NoError(t, err)
+	var mcs fluxv1alpha2.MiniClusterList
+	require.NoError(t, c.List(context.Background(), &mcs))
 }
