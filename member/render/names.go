@@ -1,0 +1,65 @@
+// Package render turns a MiniCluster into the objects and files that make it a Flux instance.
+// Everything here is pure: same MiniCluster in, same output out, with no client, clock, logger
+// or randomness (entropy for a new CURVE keypair is passed in). The reconciler applies what these
+// builders return; `fluxfed plan` writes the same files to disk.
+//
+// This file fixes the names, keys, paths and labels that the builders, the reconciler and the
+// hub share, so each can be written and tested on its own.
+package render
+
+import (
+	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+)
+
+// Keys of the files in the MiniCluster's ConfigMaps and Secret.
+const (
+	// KeyBrokerTOML holds the broker config (the [bootstrap] table and the rest) in the flux
+	// ConfigMap.
+	KeyBrokerTOML = "broker.toml"
+	// KeyHostlist holds the hostlist the brokers of this MiniCluster bootstrap with, as one RFC 29
+	// string; R is encoded from exactly these hosts.
+	KeyHostlist = "hostlist"
+	// KeyCurveCert holds the CURVE certificate file in the curve Secret.
+	KeyCurveCert = "curve.cert"
+)
+
+// Paths inside the pods. The flux view, the broker config and the certificate live under the
+// flux-view mount (spec.flux.container.mountPath) once the init container has provisioned it;
+// the ConfigMaps and the Secret are mounted read-only at these fixed paths.
+const (
+	// ConfigMountPath is where the flux ConfigMap (broker.toml, hostlist) is mounted.
+	ConfigMountPath = "/fluxfed/config"
+	// CurveMountPath is where the curve Secret is mounted, with mode 0400.
+	CurveMountPath = "/fluxfed/curve"
+	// EntrypointMountPath is where the entrypoint ConfigMap (one script per container and the
+	// flux-view provisioner) is mounted.
+	EntrypointMountPath = "/fluxfed/entrypoint"
+)
+
+// DefaultBrokerPort is the port every broker binds and connects on inside a cluster, as in the
+// Flux Operator (FLUX.md).
+const DefaultBrokerPort = 8050
+
+// JobName returns the name of the indexed Job; its pods are '<name>-<index>'.
+func JobName(mc *fluxv1alpha2.MiniCluster) string { return mc.Name }
+
+// CurveSecretName returns the name of the Secret holding the CURVE certificate.
+func CurveSecretName(mc *fluxv1alpha2.MiniCluster) string { return mc.Name + "-curve" }
+
+// ConfigMapName returns the name of the ConfigMap holding broker.toml and the hostlist.
+func ConfigMapName(mc *fluxv1alpha2.MiniCluster) string { return mc.Name + "-flux-config" }
+
+// EntrypointConfigMapName returns the name of the ConfigMap holding the entrypoint scripts.
+func EntrypointConfigMapName(mc *fluxv1alpha2.MiniCluster) string { return mc.Name + "-entrypoint" }
+
+// ServicesName returns the name of the pod (and its Job) that runs spec.services.
+func ServicesName(mc *fluxv1alpha2.MiniCluster) string { return mc.Name + "-services" }
+
+// LeadBrokerServiceName returns the name of the Service a hub creates to expose rank 0.
+func LeadBrokerServiceName(mc *fluxv1alpha2.MiniCluster) string { return mc.Name + "-lead-broker" }
+
+// SelectorLabels returns the labels that select exactly this MiniCluster's broker pods. They are
+// on every pod of the indexed Job and in status.selector.
+func SelectorLabels(mc *fluxv1alpha2.MiniCluster) map[string]string {
+	return map[string]string{fluxv1alpha2.LabelMiniCluster: mc.Name}
+}
