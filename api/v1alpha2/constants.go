@@ -84,6 +84,9 @@ const (
 	// ReasonApplyFailed (Failed=True, Bursting=False): the API server rejected an object
 	// fluxfed applied.
 	ReasonApplyFailed = "ApplyFailed"
+	// ReasonInvalidSpec (Failed=True): the spec passed the schema but cannot be rendered into a
+	// working Flux instance; the message names the field and what is allowed.
+	ReasonInvalidSpec = "InvalidSpec"
 	// ReasonImmutableFieldChanged (Failed=True): a spec change needs a field that cannot be
 	// updated in place, such as the Job's pod template; recreate the MiniCluster to apply it.
 	ReasonImmutableFieldChanged = "ImmutableFieldChanged"

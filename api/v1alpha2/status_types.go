@@ -6,6 +6,11 @@ import (
 
 // MiniClusterStatus is the observed state of a MiniCluster, computed by fluxfed.
 type MiniClusterStatus struct {
+	// observedGeneration is the metadata.generation of the spec that the MiniCluster's own
+	// objects and this status were last computed from.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
 	// conditions describe the MiniCluster's state: Ready, Complete and Failed for the local
 	// pods, and on a root with bursts Bursting, BurstsReady and LeadBrokerReachable.
 	// +optional

@@ -1,0 +1,157 @@
+package member
+
+import (
+	"fmt"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/member/render"
+)
+
+// memberConditions are the condition types this reconciler owns. The hub owns the others
+// (Bursting, BurstsReady, LeadBrokerReachable); both write status with server-side apply under
+// their own field owner, so neither overwrites the other's conditions.
+var memberConditions = []string{fluxv1alpha2.ConditionReady, fluxv1alpha2.ConditionComplete, fluxv1alpha2.ConditionFailed}
+
+// observation is what one reconcile saw and did, the input of the status.
+type observation struct {
+	// job is the indexed Job as last read or applied; nil when it does not exist.
+	job *batchv1.Job
+	// hostlist is the global rank-ordered hostlist, empty when the spec could not be planned.
+	hostlist string
+	// failure, when set, is a problem a retry cannot fix: the spec cannot be rendered, or the
+	// API server refused what was rendered. It shows as Failed=True with this reason.
+	failure *failure
+}
+
+// failure is a terminal problem with a condition reason and a message for the user.
+type failure struct {
+	reason  string
+	message string
+}
+
+func (f *failure) Error() string { return f.message }
+
+// computeStatus returns the status fields the member reconciler owns, computed from scratch from
+// what it observed. now stamps conditions whose status changes.
+func computeStatus(mc *fluxv1alpha2.MiniCluster, obs observation, now metav1.Time) fluxv1alpha2.MiniClusterStatus {
+	st := fluxv1alpha2.MiniClusterStatus{
+		ObservedGeneration: mc.Generation,
+		MaximumSize:        mc.MaxSize(),
+		Selector:           labels.SelectorFromSet(render.SelectorLabels(mc)).String(),
+		Hostlist:           obs.hostlist,
+	}
+	// Keep the transition times of the conditions we own: SetStatusCondition only moves them
+	// when a condition's status changes.
+	for _, t := range memberConditions {
+		if c := meta.FindStatusCondition(mc.Status.Conditions, t); c != nil {
+			st.Conditions = append(st.Conditions, *c)
+		}
+	}
+	set := func(conditionType string, status metav1.ConditionStatus, reason, message string) {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: conditionType, Status: status, Reason: reason, Message: message,
+			ObservedGeneration: mc.Generation, LastTransitionTime: now,
+		})
+	}
+
+	job := obs.job
+	if job != nil {
+		if job.Spec.Parallelism != nil {
+			st.Size = *job.Spec.Parallelism
+		}
+		if job.Status.Ready != nil {
+			st.Ready = *job.Status.Ready
+		}
+	}
+	complete := job != nil && jobCondition(job, batchv1.JobComplete) != nil
+	jobFailed := (*batchv1.JobCondition)(nil)
+	if job != nil {
+		jobFailed = jobCondition(job, batchv1.JobFailed)
+	}
+
+	switch {
+	case job == nil:
+		set(fluxv1alpha2.ConditionReady, metav1.ConditionFalse, fluxv1alpha2.ReasonPodsNotReady, "the broker Job does not exist yet")
+	case complete:
+		set(fluxv1alpha2.ConditionReady, metav1.ConditionFalse, fluxv1alpha2.ReasonJobComplete, "the broker Job completed; its pods have finished")
+	case jobFailed != nil:
+		set(fluxv1alpha2.ConditionReady, metav1.ConditionFalse, fluxv1alpha2.ReasonJobFailed, "the broker Job failed")
+	case st.Ready >= mc.Spec.Size:
+		set(fluxv1alpha2.ConditionReady, metav1.ConditionTrue, fluxv1alpha2.ReasonPodsReady,
+			fmt.Sprintf("%d of %d broker pods are ready", st.Ready, mc.Spec.Size))
+	default:
+		set(fluxv1alpha2.ConditionReady, metav1.ConditionFalse, fluxv1alpha2.ReasonPodsNotReady,
+			fmt.Sprintf("%d of %d broker pods are ready", st.Ready, mc.Spec.Size))
+	}
+
+	if complete {
+		set(fluxv1alpha2.ConditionComplete, metav1.ConditionTrue, fluxv1alpha2.ReasonJobComplete, "the lead broker finished its work")
+	} else {
+		set(fluxv1alpha2.ConditionComplete, metav1.ConditionFalse, fluxv1alpha2.ReasonJobRunning, "the broker Job has not finished")
+	}
+
+	switch {
+	case obs.failure != nil:
+		set(fluxv1alpha2.ConditionFailed, metav1.ConditionTrue, obs.failure.reason, obs.failure.message)
+	case jobFailed != nil:
+		set(fluxv1alpha2.ConditionFailed, metav1.ConditionTrue, fluxv1alpha2.ReasonJobFailed,
+			fmt.Sprintf("the broker Job failed (%s): %s", jobFailed.Reason, jobFailed.Message))
+	default:
+		set(fluxv1alpha2.ConditionFailed, metav1.ConditionFalse, fluxv1alpha2.ReasonJobRunning, "no failure observed")
+	}
+	return st
+}
+
+func jobCondition(job *batchv1.Job, t batchv1.JobConditionType) *batchv1.JobCondition {
+	for i := range job.Status.Conditions {
+		if c := &job.Status.Conditions[i]; c.Type == t && c.Status == corev1.ConditionTrue {
+			return c
+		}
+	}
+	return nil
+}
+
+// statusChanged reports whether the fields the member reconciler owns differ between the current
+// status and the computed one, so that an unchanged MiniCluster costs no status write.
+func statusChanged(current, computed fluxv1alpha2.MiniClusterStatus) bool {
+	if current.ObservedGeneration != computed.ObservedGeneration || current.Size != computed.Size ||
+		current.MaximumSize != computed.MaximumSize || current.Selector != computed.Selector ||
+		current.Ready != computed.Ready || current.Hostlist != computed.Hostlist {
+		return true
+	}
+	for _, c := range computed.Conditions {
+		old := meta.FindStatusCondition(current.Conditions, c.Type)
+		if old == nil || !equality.Semantic.DeepEqual(*old, c) {
+			return true
+		}
+	}
+	return false
+}
+
+// transitions returns the owned conditions whose status or reason differs between before and
+// after, in the order of memberConditions: the moments worth an event. A condition that first
+// appears as False is not a transition: nothing happened yet.
+func transitions(before, after []metav1.Condition) []metav1.Condition {
+	var out []metav1.Condition
+	for _, t := range memberConditions {
+		now := meta.FindStatusCondition(after, t)
+		if now == nil {
+			continue
+		}
+		old := meta.FindStatusCondition(before, t)
+		if old == nil && now.Status == metav1.ConditionFalse {
+			continue
+		}
+		if old == nil || old.Status != now.Status || old.Reason != now.Reason {
+			out = append(out, *now)
+		}
+	}
+	return out
+}

@@ -1,0 +1,176 @@
+package member
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+)
+
+func statusMiniCluster(size, maxSize int32) *fluxv1alpha2.MiniCluster {
+	return &fluxv1alpha2.MiniCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "flux-sample", Namespace: "hpc", Generation: 3},
+		Spec:       fluxv1alpha2.MiniClusterSpec{Size: size, MaxSize: maxSize},
+	}
+}
+
+func job(parallelism, ready int32, conditions ...batchv1.JobCondition) *batchv1.Job {
+	return &batchv1.Job{
+		Spec:   batchv1.JobSpec{Parallelism: ptr.To(parallelism)},
+		Status: batchv1.JobStatus{Ready: ptr.To(ready), Conditions: conditions},
+	}
+}
+
+func TestComputeStatus(t *testing.T) {
+	now := metav1.NewTime(time.Date(2026, 11, 21, 8, 0, 0, 0, time.UTC))
+	type cond struct {
+		status metav1.ConditionStatus
+		reason string
+	}
+	tests := []struct {
+		name      string
+		mc        *fluxv1alpha2.MiniCluster
+		obs       observation
+		wantSize  int32
+		wantReady int32
+		want      map[string]cond
+		wantMsg   map[string]string
+	}{
+		{
+			name: "no job yet",
+			mc:   statusMiniCluster(2, 0),
+			want: map[string]cond{
+				fluxv1alpha2.ConditionReady:    {metav1.ConditionFalse, fluxv1alpha2.ReasonPodsNotReady},
+				fluxv1alpha2.ConditionComplete: {metav1.ConditionFalse, fluxv1alpha2.ReasonJobRunning},
+				fluxv1alpha2.ConditionFailed:   {metav1.ConditionFalse, fluxv1alpha2.ReasonJobRunning},
+			},
+		},
+		{
+			name: "some pods ready", mc: statusMiniCluster(4, 6), obs: observation{job: job(4, 1)},
+			wantSize: 4, wantReady: 1,
+			want:    map[string]cond{fluxv1alpha2.ConditionReady: {metav1.ConditionFalse, fluxv1alpha2.ReasonPodsNotReady}},
+			wantMsg: map[string]string{fluxv1alpha2.ConditionReady: "1 of 4 broker pods are ready"},
+		},
+		{
+			name: "all pods ready", mc: statusMiniCluster(4, 0), obs: observation{job: job(4, 4)},
+			wantSize: 4, wantReady: 4,
+			want:    map[string]cond{fluxv1alpha2.ConditionReady: {metav1.ConditionTrue, fluxv1alpha2.ReasonPodsReady}},
+			wantMsg: map[string]string{fluxv1alpha2.ConditionReady: "4 of 4 broker pods are ready"},
+		},
+		{
+			name: "job complete",
+			mc:   statusMiniCluster(2, 0),
+			obs:  observation{job: job(2, 0, batchv1.JobCondition{Type: batchv1.JobComplete, Status: corev1.ConditionTrue})},
+			want: map[string]cond{
+				fluxv1alpha2.ConditionReady:    {metav1.ConditionFalse, fluxv1alpha2.ReasonJobComplete},
+				fluxv1alpha2.ConditionComplete: {metav1.ConditionTrue, fluxv1alpha2.ReasonJobComplete},
+				fluxv1alpha2.ConditionFailed:   {metav1.ConditionFalse, fluxv1alpha2.ReasonJobRunning},
+			},
+			wantSize: 2,
+		},
+		{
+			name: "job failed",
+			mc:   statusMiniCluster(2, 0),
+			obs: observation{job: job(2, 0, batchv1.JobCondition{Type: batchv1.JobFailed, Status: corev1.ConditionTrue,
+				Reason: "DeadlineExceeded", Message: "Job was active longer than specified deadline"})},
+			want: map[string]cond{
+				fluxv1alpha2.ConditionReady:  {metav1.ConditionFalse, fluxv1alpha2.ReasonJobFailed},
+				fluxv1alpha2.ConditionFailed: {metav1.ConditionTrue, fluxv1alpha2.ReasonJobFailed},
+			},
+			wantMsg:  map[string]string{fluxv1alpha2.ConditionFailed: "the broker Job failed (DeadlineExceeded): Job was active longer than specified deadline"},
+			wantSize: 2,
+		},
+		{
+			name: "terminal failure wins",
+			mc:   statusMiniCluster(2, 0),
+			obs:  observation{job: job(2, 2), failure: &failure{reason: fluxv1alpha2.ReasonImmutableFieldChanged, message: "spec.containers[0].image cannot change"}},
+			want: map[string]cond{
+				fluxv1alpha2.ConditionReady:  {metav1.ConditionTrue, fluxv1alpha2.ReasonPodsReady},
+				fluxv1alpha2.ConditionFailed: {metav1.ConditionTrue, fluxv1alpha2.ReasonImmutableFieldChanged},
+			},
+			wantMsg:   map[string]string{fluxv1alpha2.ConditionFailed: "spec.containers[0].image cannot change"},
+			wantSize:  2,
+			wantReady: 2,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.obs.hostlist = "flux-sample-[0-1]"
+			st := computeStatus(tt.mc, tt.obs, now)
+			require.Equal(t, int64(3), st.ObservedGeneration)
+			require.Equal(t, tt.mc.MaxSize(), st.MaximumSize)
+			require.Equal(t, "fluxfed.io/minicluster=flux-sample", st.Selector)
+			require.Equal(t, "flux-sample-[0-1]", st.Hostlist)
+			require.Equal(t, tt.wantSize, st.Size)
+			require.Equal(t, tt.wantReady, st.Ready)
+			require.Len(t, st.Conditions, len(memberConditions))
+			for typ, want := range tt.want {
+				c := meta.FindStatusCondition(st.Conditions, typ)
+				require.NotNil(t, c, typ)
+				require.Equal(t, want.status, c.Status, typ)
+				require.Equal(t, want.reason, c.Reason, typ)
+				require.Equal(t, int64(3), c.ObservedGeneration, typ)
+			}
+			for typ, msg := range tt.wantMsg {
+				require.Equal(t, msg, meta.FindStatusCondition(st.Conditions, typ).Message, typ)
+			}
+		})
+	}
+}
+
+func TestComputeStatusKeepsTransitionTimes(t *testing.T) {
+	earlier := metav1.NewTime(time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC))
+	now := metav1.NewTime(earlier.Add(time.Hour))
+	mc := statusMiniCluster(2, 0)
+	mc.Status = computeStatus(mc, observation{job: job(2, 2)}, earlier)
+
+	again := computeStatus(mc, observation{job: job(2, 2)}, now)
+	require.False(t, statusChanged(mc.Status, again), "same observation, same status")
+	require.Equal(t, earlier, meta.FindStatusCondition(again.Conditions, fluxv1alpha2.ConditionReady).LastTransitionTime)
+
+	lost := computeStatus(mc, observation{job: job(2, 1)}, now)
+	require.True(t, statusChanged(mc.Status, lost))
+	require.Equal(t, now, meta.FindStatusCondition(lost.Conditions, fluxv1alpha2.ConditionReady).LastTransitionTime)
+}
+
+func TestStatusChangedIgnoresHubFields(t *testing.T) {
+	mc := statusMiniCluster(2, 0)
+	st := computeStatus(mc, observation{job: job(2, 2)}, metav1.Now())
+	current := *st.DeepCopy()
+	current.Bursts = []fluxv1alpha2.BurstStatus{{Name: "burst-0", Phase: fluxv1alpha2.BurstReady}}
+	current.Conditions = append(current.Conditions, metav1.Condition{Type: fluxv1alpha2.ConditionBursting, Status: metav1.ConditionTrue})
+	require.False(t, statusChanged(current, st))
+}
+
+func TestTransitions(t *testing.T) {
+	c := func(typ string, status metav1.ConditionStatus, reason string) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: status, Reason: reason}
+	}
+	tests := []struct {
+		name          string
+		before, after []metav1.Condition
+		want          []string
+	}{
+		{name: "first status, nothing true", after: []metav1.Condition{c("Ready", metav1.ConditionFalse, "PodsNotReady"), c("Failed", metav1.ConditionFalse, "JobRunning")}},
+		{name: "became ready", before: []metav1.Condition{c("Ready", metav1.ConditionFalse, "PodsNotReady")}, after: []metav1.Condition{c("Ready", metav1.ConditionTrue, "PodsReady")}, want: []string{"Ready"}},
+		{name: "no change", before: []metav1.Condition{c("Ready", metav1.ConditionTrue, "PodsReady")}, after: []metav1.Condition{c("Ready", metav1.ConditionTrue, "PodsReady")}},
+		{name: "reason changed", before: []metav1.Condition{c("Ready", metav1.ConditionFalse, "PodsNotReady")}, after: []metav1.Condition{c("Ready", metav1.ConditionFalse, "JobComplete"), c("Complete", metav1.ConditionTrue, "JobComplete")}, want: []string{"Ready", "Complete"}},
+		{name: "hub conditions are not ours", before: nil, after: []metav1.Condition{c("Bursting", metav1.ConditionTrue, "BurstsApplied")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, c := range transitions(tt.before, tt.after) {
+				got = append(got, c.Type)
+			}
+			require.Equal(t, tt.want, got)
+		})
+	}
+}
