@@ -1,0 +1,199 @@
+package brokerconf
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pelletier/go-toml/v2"
+	"github.com/stretchr/testify/require"
+
+	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/bursting"
+	"github.com/fluxfed/fluxfed/hostlist"
+	"github.com/fluxfed/fluxfed/member/render/brokerconf/brokerconftest"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+func renderTOML(t *testing.T, mc *fluxv1alpha2.MiniCluster) []byte {
+	t.Helper()
+	l, err := bursting.NewLayout(mc)
+	require.NoError(t, err)
+	got, err := BrokerTOML(mc, l)
+	require.NoError(t, err)
+	return got
+}
+
+func TestBrokerTOMLGolden(t *testing.T) {
+	for _, f := range brokerconftest.Federations() {
+		for i, m := range f.Members {
+			name := f.Name
+			if i > 0 {
+				name += "." + m.MiniCluster.Name
+			}
+			t.Run(name, func(t *testing.T) {
+				got := renderTOML(t, m.MiniCluster)
+				path := filepath.Join("testdata", name+".toml")
+				if *update {
+					require.NoError(t, os.MkdirAll("testdata", 0o755))
+					require.NoError(t, os.WriteFile(path, got, 0o644))
+				}
+				want, err := os.ReadFile(path)
+				require.NoError(t, err, "run go test -update to create %s", path)
+				require.Equal(t, string(want), string(got))
+
+				// It is TOML, and rendering is deterministic.
+				var doc map[string]any
+				require.NoError(t, toml.Unmarshal(got, &doc))
+				require.Equal(t, string(got), string(renderTOML(t, m.MiniCluster)))
+			})
+		}
+	}
+}
+
+// TestBrokerTOMLHosts checks the hosts array against the layout directly: every rank in order,
+// parent keys exactly where the layout has parents, and the lead broker's entry on a child.
+func TestBrokerTOMLHosts(t *testing.T) {
+	for _, f := range brokerconftest.Federations() {
+		for _, m := range f.Members {
+			mc := m.MiniCluster
+			if mc.Spec.Flux.BrokerConfig != "" {
+				continue
+			}
+			t.Run(f.Name+"/"+mc.Name, func(t *testing.T) {
+				l, err := bursting.NewLayout(mc)
+				require.NoError(t, err)
+				out, err := BrokerTOML(mc, l)
+				require.NoError(t, err)
+				var doc struct {
+					Bootstrap struct {
+						DefaultPort int `toml:"default_port"`
+						Hosts       []struct {
+							Host, Bind, Connect, Parent string
+						}
+					}
+					Tbon struct{ Topo string }
+				}
+				require.NoError(t, toml.Unmarshal(out, &doc))
+				require.Equal(t, 8050, doc.Bootstrap.DefaultPort)
+				require.Equal(t, l.Topology, doc.Tbon.Topo)
+				var hosts []string
+				for _, e := range doc.Bootstrap.Hosts {
+					expanded, err := hostlist.Expand(e.Host)
+					require.NoError(t, err)
+					for _, h := range expanded {
+						r := len(hosts)
+						hosts = append(hosts, h)
+						if p, ok := l.Parents[r]; ok {
+							require.Equal(t, l.Hosts[p], e.Parent, "parent of %s", h)
+						} else {
+							require.Empty(t, e.Parent, "parent of %s", h)
+						}
+						if r == 0 && l.LeadAddress != "" {
+							require.Equal(t, "tcp://192.0.2.10:31050", e.Connect)
+							require.Equal(t, "tcp://eth0:31050", e.Bind)
+						} else {
+							require.Empty(t, e.Connect+e.Bind, "bind and connect of %s", h)
+						}
+					}
+				}
+				require.Equal(t, l.Hosts, hosts)
+			})
+		}
+	}
+}
+
+func TestBrokerTOMLBrokerConfig(t *testing.T) {
+	mc := brokerconftest.MiniCluster("a", 1)
+	mc.Spec.Flux.BrokerConfig = "anything at all\n"
+	got, err := BrokerTOML(mc, nil)
+	require.NoError(t, err)
+	require.Equal(t, "anything at all\n", string(got))
+}
+
+func TestBrokerTOMLErrors(t *testing.T) {
+	layout := func(mc *fluxv1alpha2.MiniCluster) *bursting.Layout {
+		l, err := bursting.NewLayout(brokerconftest.MiniCluster(mc.Name, 1))
+		require.NoError(t, err)
+		return l
+	}
+	tests := []struct {
+		name   string
+		mc     *fluxv1alpha2.MiniCluster
+		layout *bursting.Layout
+		want   string
+	}{
+		{name: "no MiniCluster", want: "no MiniCluster"},
+		{name: "no layout", mc: brokerconftest.MiniCluster("a", 1), want: "no layout"},
+		{name: "empty layout", mc: brokerconftest.MiniCluster("a", 1), layout: &bursting.Layout{}, want: "no layout"},
+		{name: "no namespace", mc: func() *fluxv1alpha2.MiniCluster {
+			mc := brokerconftest.MiniCluster("a", 1)
+			mc.Namespace = ""
+			return mc
+		}(), want: "the MiniCluster has no namespace"},
+		{name: "no headless name", mc: func() *fluxv1alpha2.MiniCluster {
+			mc := brokerconftest.MiniCluster("a", 1)
+			mc.Spec.Network.HeadlessName = ""
+			return mc
+		}(), want: "spec.network.headlessName is empty"},
+		{name: "no mount path", mc: func() *fluxv1alpha2.MiniCluster {
+			mc := brokerconftest.MiniCluster("a", 1)
+			mc.Spec.Flux.Container.MountPath = ""
+			return mc
+		}(), want: "spec.flux.container.mountPath is empty"},
+		{name: "mount path not UTF-8", mc: func() *fluxv1alpha2.MiniCluster {
+			mc := brokerconftest.MiniCluster("a", 1)
+			mc.Spec.Flux.Container.MountPath = "/mnt/\xff"
+			return mc
+		}(), want: "is not valid UTF-8"},
+		{name: "parent outside the hosts", mc: brokerconftest.MiniCluster("a", 1),
+			layout: &bursting.Layout{Hosts: []string{"a-0", "a-1"}, Parents: map[int]int{1: 5}}, want: "rank 1 has parent 5, outside the hosts"},
+		{name: "hosts that do not survive compression", mc: brokerconftest.MiniCluster("a", 1),
+			layout: &bursting.Layout{Hosts: []string{"a-0", "b,c"}}, want: "hosts of ranks 0-1 do not survive hostlist compression"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := tt.layout
+			if l == nil && tt.mc != nil && tt.name != "no layout" {
+				l = layout(tt.mc)
+			}
+			_, err := BrokerTOML(tt.mc, l)
+			require.ErrorContains(t, err, tt.want)
+		})
+	}
+}
+
+func TestPaths(t *testing.T) {
+	mc := brokerconftest.MiniCluster("a", 1)
+	require.Equal(t, "/mnt/flux/curve/curve.cert", CurveCertPath(mc))
+	require.Equal(t, "/mnt/flux/view/etc/flux/system/R", ResourcePath(mc))
+	mc.Spec.Flux.Container.MountPath = "/opt/flux/"
+	require.Equal(t, "/opt/flux/curve/curve.cert", CurveCertPath(mc))
+}
+
+// FuzzTOMLQuote checks that any valid UTF-8 string comes back unchanged from a TOML parser.
+func FuzzTOMLQuote(f *testing.F) {
+	for _, s := range []string{"", "plain", `quo"te`, `back\slash`, "new\nline", "tab\t", "\x00\x1f\x7f", "é✓", `\u0041`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		w := &tomlWriter{}
+		w.str("k", s)
+		if w.err != nil {
+			if !strings.Contains(w.err.Error(), "UTF-8") {
+				t.Fatal(w.err)
+			}
+			return
+		}
+		var doc struct{ K string }
+		if err := toml.Unmarshal([]byte(w.b.String()), &doc); err != nil {
+			t.Fatalf("%q: %v", w.b.String(), err)
+		}
+		if doc.K != s {
+			t.Fatalf("got %q, want %q", doc.K, s)
+		}
+	})
+}

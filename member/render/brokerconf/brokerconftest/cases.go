@@ -1,0 +1,156 @@
+// Package brokerconftest holds MiniCluster fixtures for tests of broker.toml: the federations
+// brokerconf's golden files are rendered from, which the e2e/fluxcheck tests check against the
+// rules of FLUX.md. It is imported by tests only.
+package brokerconftest
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+)
+
+// RootCluster is the cluster the root MiniClusters of the fixtures run in.
+const RootCluster = "hub"
+
+// LeadAddress and LeadPort are where the fixtures' children reach the root's rank 0.
+const (
+	LeadAddress = "192.0.2.10"
+	LeadPort    = 31050
+)
+
+// Member is one MiniCluster of a federation and the cluster its pods run in.
+type Member struct {
+	MiniCluster *fluxv1alpha2.MiniCluster
+	Cluster     string
+}
+
+// Federation is a root MiniCluster (Members[0]) and the burst children that join its Flux
+// instance.
+type Federation struct {
+	// Name names the case; golden files are <Name>.toml for the root and
+	// <Name>.<child>.toml for each child.
+	Name    string
+	Members []Member
+}
+
+// MiniCluster returns a root MiniCluster in namespace hpc with the schema defaults applied.
+func MiniCluster(name string, size int32) *fluxv1alpha2.MiniCluster {
+	timeout := "5s"
+	logLevel := int32(6)
+	tasks := int32(1)
+	return &fluxv1alpha2.MiniCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "hpc"},
+		Spec: fluxv1alpha2.MiniClusterSpec{
+			Containers:      []fluxv1alpha2.Container{{Image: "rockylinux:9"}},
+			Network:         fluxv1alpha2.Network{HeadlessName: "flux-service"},
+			Size:            size,
+			Tasks:           &tasks,
+			DeadlineSeconds: 31500000,
+			Flux: fluxv1alpha2.FluxSpec{
+				Container: fluxv1alpha2.FluxView{
+					Name:      "flux-view",
+					Image:     "ghcr.io/converged-computing/flux-view-rocky:tag-9",
+					MountPath: "/mnt/flux",
+				},
+				ConnectTimeout: &timeout,
+				LogLevel:       &logLevel,
+				Scheduler:      fluxv1alpha2.Scheduler{QueuePolicy: fluxv1alpha2.QueuePolicyFCFS},
+			},
+		},
+	}
+}
+
+// Child returns the burst child the hub would create for the root's entry named burst: a copy
+// of the root's spec named like the entry, as large as it, pointing at the lead broker,
+// repeating the root's bursts (without their clusters). It runs in the entry's namespace, else
+// the root's.
+func Child(root *fluxv1alpha2.MiniCluster, burst, address string, port int32) *fluxv1alpha2.MiniCluster {
+	mc := &fluxv1alpha2.MiniCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: burst, Namespace: root.Namespace},
+		Spec:       *root.Spec.DeepCopy(),
+	}
+	mc.Spec.MaxSize, mc.Spec.MinSize = 0, 0
+	mc.Spec.Flux.Bursting = fluxv1alpha2.Bursting{}
+	for _, c := range root.Spec.Flux.Bursting.Clusters {
+		if c.Name == burst {
+			mc.Spec.Size = c.Size
+			if c.Namespace != "" {
+				mc.Namespace = c.Namespace
+			}
+		}
+		c.Cluster, c.Namespace = "", ""
+		mc.Spec.Flux.Bursting.Clusters = append(mc.Spec.Flux.Bursting.Clusters, c)
+	}
+	mc.Spec.Flux.Bursting.LeadBroker = &fluxv1alpha2.LeadBroker{Address: address, Name: root.Name, Size: root.MaxSize(), Port: port}
+	return mc
+}
+
+// federation returns root and a child of each of its bursts, each child in the burst's
+// cluster, or in "external-<burst>" for a reserved burst (brought up by someone else).
+func federation(name string, root *fluxv1alpha2.MiniCluster) Federation {
+	f := Federation{Name: name, Members: []Member{{MiniCluster: root, Cluster: RootCluster}}}
+	for _, c := range root.Spec.Flux.Bursting.Clusters {
+		cluster := c.Cluster
+		if cluster == "" {
+			cluster = "external-" + c.Name
+		}
+		f.Members = append(f.Members, Member{MiniCluster: Child(root, c.Name, LeadAddress, LeadPort), Cluster: cluster})
+	}
+	return f
+}
+
+func edit(mc *fluxv1alpha2.MiniCluster, change func(*fluxv1alpha2.MiniCluster)) *fluxv1alpha2.MiniCluster {
+	change(mc)
+	return mc
+}
+
+// Federations returns the fixture cases: single MiniClusters and federations with bursts.
+func Federations() []Federation {
+	return []Federation{
+		federation("root-size-1", MiniCluster("flux-sample", 1)),
+		federation("root-size-4", MiniCluster("flux-sample", 4)),
+		federation("max-size", edit(MiniCluster("flux-sample", 2), func(mc *fluxv1alpha2.MiniCluster) {
+			mc.Spec.MaxSize = 5
+			mc.Spec.MinSize = 1
+		})),
+		federation("minimal-service", edit(MiniCluster("flux-sample", 3), func(mc *fluxv1alpha2.MiniCluster) {
+			mc.Spec.Flux.MinimalService = true
+		})),
+		federation("three-bursts", edit(MiniCluster("flux-sample", 2), func(mc *fluxv1alpha2.MiniCluster) {
+			mc.Spec.MaxSize = 3
+			mc.Spec.Flux.Bursting.Clusters = []fluxv1alpha2.Burst{
+				{Name: "burst-0", Size: 4, Cluster: "member-a"},
+				{Name: "burst-1", Size: 1},
+				{Name: "burst-2", Size: 3, Cluster: "member-b", Namespace: "hpc-burst"},
+			}
+		})),
+		federation("custom-hostlist", edit(MiniCluster("flux-sample", 2), func(mc *fluxv1alpha2.MiniCluster) {
+			mc.Spec.Flux.Bursting.Hostlist = "flux-sample-[0-1],compute-a-[001-003]"
+		})),
+		federation("kary-2", edit(MiniCluster("flux-sample", 6), func(mc *fluxv1alpha2.MiniCluster) {
+			mc.Spec.Flux.Topology = "kary:2"
+		})),
+		federation("flat-bursts", edit(MiniCluster("flux-sample", 2), func(mc *fluxv1alpha2.MiniCluster) {
+			mc.Spec.Flux.Topology = "kary:0"
+			mc.Spec.Flux.Bursting.Clusters = []fluxv1alpha2.Burst{{Name: "burst-0", Size: 3, Cluster: "member-a"}}
+		})),
+		federation("broker-config", edit(MiniCluster("flux-sample", 2), func(mc *fluxv1alpha2.MiniCluster) {
+			mc.Spec.Flux.BrokerConfig = `[bootstrap]
+curve_cert = "/mnt/flux/curve/curve.cert"
+default_port = 9000
+default_bind = "tcp://eth1:%p"
+default_connect = "tcp://%h.flux-service.hpc.svc.cluster.local:%p"
+hosts = [{ host = "flux-sample-[0-1]" }]
+`
+		})),
+		federation("custom-names", edit(MiniCluster("lammps", 3), func(mc *fluxv1alpha2.MiniCluster) {
+			mc.Namespace = "team-a"
+			mc.Spec.Network.HeadlessName = "brokers"
+			mc.Spec.Flux.Container.MountPath = "/opt/flux view/"
+			mc.Spec.Flux.ConnectTimeout = nil
+			mc.Spec.Flux.Scheduler = fluxv1alpha2.Scheduler{Simple: true}
+			mc.Spec.Logging.Zeromq = true
+			mc.Spec.Flux.Bursting.Clusters = []fluxv1alpha2.Burst{{Name: "remote", Size: 2, Cluster: "member-a", Namespace: "team-a-burst"}}
+		})),
+	}
+}
