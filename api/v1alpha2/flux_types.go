@@ -54,7 +54,9 @@ type FluxSpec struct {
 	DisableSocket bool `json:"disableSocket,omitempty"`
 
 	// topology is the tree the brokers form (tbon.topo), for example "kary:2" or "binomial".
-	// Empty means flat: rank 0 is the parent of every other broker.
+	// Empty means fluxfed's tree: flat under rank 0 for this MiniCluster's own brokers and, for
+	// each burst, its first broker under rank 0 and the rest under that first broker. A topology
+	// that would give a burst broker a parent it cannot reach is refused (condition Failed).
 	// +optional
 	// +kubebuilder:validation:MaxLength=256
 	Topology string `json:"topology,omitempty"`

@@ -1,8 +1,8 @@
 package v1alpha2
 
 // MaxSize returns the number of brokers the MiniCluster's own part of the Flux instance has room
-// for: spec.maxSize when it is set and larger than spec.size, spec.size otherwise. Hostlists and
-// the indexed Job's completions are sized by it. It assumes the schema defaults were applied
+// for: spec.maxSize when it is set and larger than spec.size, spec.size otherwise. The hostlist
+// reserves this many hosts for it; the indexed Job runs spec.size of them. It assumes the schema defaults were applied
 // (spec.size is at least 1 in any stored object).
 func (mc *MiniCluster) MaxSize() int32 {
 	if mc.Spec.MaxSize > mc.Spec.Size {

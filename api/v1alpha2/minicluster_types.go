@@ -185,8 +185,9 @@ type Network struct {
 	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
 	HeadlessName string `json:"headlessName,omitempty"`
 
-	// disableAffinity removes the affinity rules that place at most one pod of the MiniCluster
-	// on each node (and spread them across zones), so several brokers may share a node.
+	// disableAffinity removes the affinity rules that ask the scheduler to put the MiniCluster's
+	// broker pods on separate nodes (and keep them in one zone), so several brokers may share a
+	// node.
 	// +optional
 	DisableAffinity bool `json:"disableAffinity,omitempty"`
 }
