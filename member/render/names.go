@@ -58,8 +58,9 @@ func ServicesName(mc *fluxv1alpha2.MiniCluster) string { return mc.Name + "-serv
 // LeadBrokerServiceName returns the name of the Service a hub creates to expose rank 0.
 func LeadBrokerServiceName(mc *fluxv1alpha2.MiniCluster) string { return mc.Name + "-lead-broker" }
 
-// SelectorLabels returns the labels that select exactly this MiniCluster's broker pods. They are
-// on every pod of the indexed Job and in status.selector.
+// SelectorLabels returns the labels that select exactly this MiniCluster's pods: its brokers and
+// its spec.services pod, all of which the headless Service resolves. Every object fluxfed makes
+// for the MiniCluster carries them too.
 func SelectorLabels(mc *fluxv1alpha2.MiniCluster) map[string]string {
 	return map[string]string{fluxv1alpha2.LabelMiniCluster: mc.Name}
 }

@@ -1,0 +1,370 @@
+package scripts
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/member/render"
+)
+
+// These tests run the rendered scripts for real, with a fake flux command, in a temporary
+// directory standing in for the pod's volumes.
+
+// fakeFlux answers "flux R encode" with a small R naming the hosts, and records the arguments
+// of every "flux start" in $FAKE_FLUX_LOG (NUL after each word, a newline after each call),
+// exiting with $FAKE_FLUX_RC.
+const fakeFlux = `#!/bin/bash
+case "$1" in
+R)
+	for a in "$@"; do
+		case "$a" in --hosts=*) printf '{"nodelist": ["%s"]}\n' "${a#--hosts=}" ;; esac
+	done
+	;;
+start)
+	shift
+	printf '%s\0' "$@" >>"$FAKE_FLUX_LOG"
+	printf '\n' >>"$FAKE_FLUX_LOG"
+	exit "${FAKE_FLUX_RC:-0}"
+	;;
+*)
+	echo "fake flux: unexpected $*" >&2
+	exit 99
+	;;
+esac
+`
+
+// secretKey stands for the secret half of the certificate; it must never be printed.
+const secretKey = "NEVER-PRINT-THIS-SECRET"
+
+type sandbox struct {
+	root, mount, config, curve, bin, log string
+}
+
+func newSandbox(t *testing.T, hostlist string) sandbox {
+	t.Helper()
+	requireBash(t)
+	root := t.TempDir()
+	s := sandbox{
+		root:   root,
+		mount:  filepath.Join(root, "mnt", "flux"),
+		config: filepath.Join(root, "config"),
+		curve:  filepath.Join(root, "curve"),
+		bin:    filepath.Join(root, "bin"),
+		log:    filepath.Join(root, "flux.log"),
+	}
+	for _, d := range []string{s.config, s.curve, s.bin} {
+		require.NoError(t, os.MkdirAll(d, 0o755))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(s.config, render.KeyBrokerTOML), []byte("[bootstrap]\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(s.config, render.KeyHostlist), []byte(hostlist), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(s.curve, render.KeyCurveCert),
+		[]byte("curve\n    secret-key = \""+secretKey+"\"\n"), 0o400))
+	require.NoError(t, os.WriteFile(filepath.Join(s.bin, "flux"), []byte(fakeFlux), 0o755))
+	return s
+}
+
+// miniCluster returns a MiniCluster whose volume is in the sandbox and whose image brings its
+// own Flux (the fake), so that nothing outside the sandbox is touched.
+func (s sandbox) miniCluster(name string, mutate func(*fluxv1alpha2.MiniClusterSpec)) *fluxv1alpha2.MiniCluster {
+	return miniCluster(name, func(spec *fluxv1alpha2.MiniClusterSpec) {
+		spec.Flux.Container.MountPath = s.mount
+		spec.Flux.Container.Disable = true
+		mutate(spec)
+	})
+}
+
+// provision runs the provisioner with the sandbox's config and curve directories.
+func (s sandbox) provision(t *testing.T, script string) string {
+	t.Helper()
+	script = strings.Replace(script, "\nconfig_dir="+Quote(render.ConfigMountPath)+"\n", "\nconfig_dir="+Quote(s.config)+"\n", 1)
+	script = strings.Replace(script, "\ncurve_dir="+Quote(render.CurveMountPath)+"\n", "\ncurve_dir="+Quote(s.curve)+"\n", 1)
+	out, err := s.run(t, "sh", script, nil)
+	require.NoError(t, err, "provisioner: %s", out)
+	return out
+}
+
+func (s sandbox) run(t *testing.T, shell, script string, env []string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(shell, "-c", script, "entrypoint")
+	cmd.Dir = s.root
+	cmd.Env = append([]string{
+		"PATH=" + s.bin + ":" + os.Getenv("PATH"),
+		"HOME=" + s.root,
+		"HOSTNAME=test-0",
+		"FAKE_FLUX_LOG=" + s.log,
+	}, env...)
+	out, err := cmd.CombinedOutput()
+	require.NotContains(t, string(out), secretKey, "the certificate's secret key was printed")
+	return string(out), err
+}
+
+// starts returns the recorded flux start calls, each as its list of arguments.
+func (s sandbox) starts(t *testing.T) [][]string {
+	t.Helper()
+	data, err := os.ReadFile(s.log)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	require.NoError(t, err)
+	var calls [][]string
+	for _, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+		words := strings.Split(line, "\x00")
+		calls = append(calls, words[:len(words)-1])
+	}
+	return calls
+}
+
+func exitCode(t *testing.T, err error) int {
+	t.Helper()
+	if err == nil {
+		return 0
+	}
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	return exit.ExitCode()
+}
+
+func TestProvisionerRuns(t *testing.T) {
+	s := newSandbox(t, "run-[0-1]")
+	mc := s.miniCluster("run", func(*fluxv1alpha2.MiniClusterSpec) {})
+	got, err := Render(mc, Inputs{Hostlist: "run-[0-1]", Quorum: 2})
+	require.NoError(t, err)
+	// A stale config from an earlier attempt must not stay next to broker.toml.
+	require.NoError(t, os.MkdirAll(filepath.Join(s.mount, "view/etc/flux/config"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(s.mount, "view/etc/flux/config/old.toml"), nil, 0o644))
+
+	s.provision(t, got[ProvisionerKey])
+	// Running it twice (an init container restart) must work too.
+	s.provision(t, got[ProvisionerKey])
+
+	read := func(p string) string {
+		data, err := os.ReadFile(filepath.Join(s.mount, p))
+		require.NoError(t, err)
+		return string(data)
+	}
+	require.Equal(t, "[bootstrap]\n", read("view/etc/flux/config/broker.toml"))
+	require.Equal(t, "run-[0-1]", read("view/etc/flux/system/hostlist"))
+	require.Contains(t, read("curve/curve.cert"), secretKey)
+	require.NoFileExists(t, filepath.Join(s.mount, "view/etc/flux/config/old.toml"))
+	for _, d := range []string{"view/etc/flux/system/cron.d", "view/run/flux", "view/var/lib/flux", "fluxfed"} {
+		require.DirExists(t, filepath.Join(s.mount, d))
+	}
+	cert, err := os.Stat(filepath.Join(s.mount, "curve/curve.cert"))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o400), cert.Mode().Perm())
+	dir, err := os.Stat(filepath.Join(s.mount, "curve"))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o700), dir.Mode().Perm())
+	require.Contains(t, read("flux-view.sh"), "export fluxsocket=")
+}
+
+func TestLeadBrokerRuns(t *testing.T) {
+	tests := []struct {
+		name     string
+		mutate   func(*fluxv1alpha2.MiniClusterSpec)
+		fluxRC   string
+		wantRC   int
+		wantTail []string // the end of flux start's arguments
+		check    func(t *testing.T, s sandbox, out string)
+	}{
+		{
+			name: "command and hooks then the status of the job",
+			mutate: func(spec *fluxv1alpha2.MiniClusterSpec) {
+				spec.Containers[0].Command = `echo "it's $HOME"`
+				spec.Containers[0].Commands = fluxv1alpha2.Commands{
+					Init:      "FLUXFED_TEST_ORDER=init",
+					Pre:       `FLUXFED_TEST_ORDER="$FLUXFED_TEST_ORDER pre"`,
+					BrokerPre: `FLUXFED_TEST_ORDER="$FLUXFED_TEST_ORDER brokerPre"`,
+					WorkerPre: `FLUXFED_TEST_ORDER="$FLUXFED_TEST_ORDER workerPre"`,
+					Post:      `echo "order: $FLUXFED_TEST_ORDER post"`,
+				}
+				spec.Containers[0].PreCommand = `FLUXFED_TEST_ORDER="$FLUXFED_TEST_ORDER preCommand"`
+				spec.Flux.Environment = map[string]string{"FLUXFED_TEST_ENV": "a 'b' $c"}
+			},
+			fluxRC:   "3",
+			wantRC:   3,
+			wantTail: []string{"flux", "submit", "-n", "1", "--quiet", "--watch", "bash", "-c", `echo "it's $HOME"`},
+			check: func(t *testing.T, s sandbox, out string) {
+				require.Contains(t, out, "order: init preCommand pre brokerPre post")
+				data, err := os.ReadFile(filepath.Join(s.mount, "view/etc/flux/system/R"))
+				require.NoError(t, err)
+				require.Equal(t, "{\"nodelist\": [\"lead-[0-1]\"]}\n", string(data))
+			},
+		},
+		{
+			name: "commands.script keeps the Flux Operator's escaping",
+			mutate: func(spec *fluxv1alpha2.MiniClusterSpec) {
+				spec.Containers[0].Commands.Script = "echo \"rank \\${FLUX_TASK_RANK}\"\necho $FLUXFED_TEST_VAR\nFLUXFED_SCRIPT_EOF\n"
+			},
+			wantTail: []string{"flux", "submit", "-n", "1", "--quiet", "--watch", "bash", "__MOUNT__/fluxfed/job-script"},
+			check: func(t *testing.T, s sandbox, _ string) {
+				data, err := os.ReadFile(filepath.Join(s.mount, "fluxfed/job-script"))
+				require.NoError(t, err)
+				lines := strings.Split(string(data), "\n")
+				require.Equal(t, `echo "rank ${FLUX_TASK_RANK}"`, lines[0])
+				require.Equal(t, "echo from-the-pod", lines[1])
+				require.Equal(t, "FLUXFED_SCRIPT_EOF", lines[2])
+			},
+		},
+		{
+			name: "a broken commands.script stops the pod before any broker starts",
+			mutate: func(spec *fluxv1alpha2.MiniClusterSpec) {
+				spec.Containers[0].Commands.Script = "echo 'unbalanced $(\n"
+			},
+			wantRC: 1,
+			check: func(t *testing.T, _ sandbox, out string) {
+				require.Contains(t, out, "cannot write commands.script")
+			},
+		},
+		{
+			name: "interactive",
+			mutate: func(spec *fluxv1alpha2.MiniClusterSpec) {
+				spec.Interactive = true
+				spec.Containers[0].Command = "ignored"
+			},
+			wantTail: []string{"-Sbroker.quorum=2", "-Sbroker.rc2_none=1"},
+		},
+		{
+			name: "archive restores and dumps",
+			mutate: func(spec *fluxv1alpha2.MiniClusterSpec) {
+				spec.Interactive = true
+				spec.Archive.Path = "__ROOT__/state/archive.tar.gz"
+			},
+			wantTail: []string{"-Sbroker.rc2_none=1", "-Scontent.restore=__ROOT__/state/archive.tar.gz", "-Scontent.dump=__ROOT__/state/archive.tar.gz"},
+		},
+		{
+			name: "batch writes the batch script",
+			mutate: func(spec *fluxv1alpha2.MiniClusterSpec) {
+				spec.Containers[0].Batch = true
+				spec.Containers[0].Command = "echo one\necho 'two'\n"
+			},
+			wantTail: []string{"-n", "1", "--flags", "waitable", "__MOUNT__/fluxfed/batch.sh"},
+			check: func(t *testing.T, s sandbox, _ string) {
+				data, err := os.ReadFile(filepath.Join(s.mount, "fluxfed/batch.sh"))
+				require.NoError(t, err)
+				require.Contains(t, string(data), "--output=/tmp/fluxout/job-1.out echo 'two'\n")
+				shellSyntax(t, "bash", string(data))
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newSandbox(t, "lead-[0-1]")
+			mc := s.miniCluster("lead", func(spec *fluxv1alpha2.MiniClusterSpec) {
+				spec.Size = 2
+				tt.mutate(spec)
+				if strings.HasPrefix(spec.Archive.Path, "__ROOT__") {
+					spec.Archive.Path = strings.Replace(spec.Archive.Path, "__ROOT__", s.root, 1)
+					require.NoError(t, os.MkdirAll(filepath.Join(s.root, "state"), 0o755))
+					require.NoError(t, os.WriteFile(filepath.Join(s.root, "state/archive.tar.gz"), nil, 0o644))
+				}
+			})
+			got, err := Render(mc, Inputs{Hostlist: "lead-[0-1]", Quorum: 2})
+			require.NoError(t, err)
+			s.provision(t, got[ProvisionerKey])
+			out, err := s.run(t, "bash", got["container-lead.sh"], []string{
+				"JOB_COMPLETION_INDEX=0", "FAKE_FLUX_RC=" + tt.fluxRC, "FLUXFED_TEST_VAR=from-the-pod",
+			})
+			require.Equal(t, tt.wantRC, exitCode(t, err), out)
+			calls := s.starts(t)
+			if tt.wantTail == nil {
+				require.Empty(t, calls, out)
+			} else {
+				require.Len(t, calls, 1, out)
+			}
+			want := make([]string, len(tt.wantTail))
+			for i, w := range tt.wantTail {
+				w = strings.ReplaceAll(w, "__MOUNT__", s.mount)
+				want[i] = strings.ReplaceAll(w, "__ROOT__", s.root)
+			}
+			if len(want) > 0 {
+				require.Equal(t, want, calls[0][len(calls[0])-len(want):])
+			}
+			if tt.check != nil {
+				tt.check(t, s, out)
+			}
+		})
+	}
+}
+
+func TestFollowerBrokerRuns(t *testing.T) {
+	tests := []struct {
+		name      string
+		complete  bool
+		follower  bool
+		index     string
+		fluxRC    string
+		wantRC    int
+		wantCalls int
+	}{
+		{name: "clean exit ends the pod", index: "1", wantCalls: 1},
+		{name: "completeWorkers ends a failed follower successfully", complete: true, index: "1", fluxRC: "4", wantCalls: 1},
+		{name: "burst child: index 0 is a follower too", follower: true, index: "0", wantCalls: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newSandbox(t, "f-[0-1]")
+			mc := s.miniCluster("f", func(spec *fluxv1alpha2.MiniClusterSpec) {
+				spec.Size = 2
+				spec.Flux.CompleteWorkers = tt.complete
+				spec.Containers[0].Command = "never on a follower"
+				spec.Containers[0].Commands.WorkerPre = "echo worker-pre-ran"
+			})
+			got, err := Render(mc, Inputs{Hostlist: "f-[0-1]", Quorum: 2, Follower: tt.follower})
+			require.NoError(t, err)
+			s.provision(t, got[ProvisionerKey])
+			out, err := s.run(t, "bash", got["container-f.sh"], []string{
+				"JOB_COMPLETION_INDEX=" + tt.index, "FAKE_FLUX_RC=" + tt.fluxRC,
+			})
+			require.Equal(t, tt.wantRC, exitCode(t, err), out)
+			require.Contains(t, out, "worker-pre-ran")
+			calls := s.starts(t)
+			require.Len(t, calls, tt.wantCalls)
+			for _, c := range calls {
+				require.NotContains(t, c, "submit")
+				require.NotContains(t, c, "-Sbroker.rc2_none=1")
+			}
+		})
+	}
+}
+
+// TestServiceScriptForwardsSIGTERM checks that deleting a pod stops the service's command and
+// still runs commands.post: the script is PID 1 of its container and must handle SIGTERM.
+func TestServiceScriptForwardsSIGTERM(t *testing.T) {
+	s := newSandbox(t, "svc-0")
+	mc := s.miniCluster("svc", func(spec *fluxv1alpha2.MiniClusterSpec) {
+		spec.Containers[0].Command = "true"
+		spec.Services = []fluxv1alpha2.Container{{
+			Name:     "web",
+			Command:  "echo started; sleep 30",
+			Commands: fluxv1alpha2.Commands{Post: "echo post-ran"},
+		}}
+	})
+	got, err := Render(mc, Inputs{Hostlist: "svc-0", Quorum: 1})
+	require.NoError(t, err)
+
+	cmd := exec.Command("bash", "-c", got[ServiceKey("web")])
+	var out strings.Builder
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	require.NoError(t, cmd.Start())
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(out.String(), "started") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	start := time.Now()
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	err = cmd.Wait()
+	require.Less(t, time.Since(start), 10*time.Second, "the command was not stopped")
+	require.Equal(t, 143, exitCode(t, err), out.String())
+	require.Contains(t, out.String(), "post-ran")
+}
