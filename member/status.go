@@ -44,7 +44,7 @@ func computeStatus(mc *fluxv1alpha2.MiniCluster, obs observation, now metav1.Tim
 	st := fluxv1alpha2.MiniClusterStatus{
 		ObservedGeneration: mc.Generation,
 		MaximumSize:        mc.MaxSize(),
-		Selector:           labels.SelectorFromSet(render.SelectorLabels(mc)).String(),
+		Selector:           brokerSelector(mc),
 		Hostlist:           obs.hostlist,
 	}
 	// Keep the transition times of the conditions we own: SetStatusCondition only moves them
@@ -154,4 +154,14 @@ func transitions(before, after []metav1.Condition) []metav1.Condition {
 		}
 	}
 	return out
+}
+
+// brokerSelector selects the MiniCluster's broker pods, for the scale subresource: the pods of
+// its indexed Job. The MiniCluster label alone would also match the spec.services pod.
+func brokerSelector(mc *fluxv1alpha2.MiniCluster) string {
+	set := labels.Set{batchv1.JobNameLabel: render.JobName(mc)}
+	for k, v := range render.SelectorLabels(mc) {
+		set[k] = v
+	}
+	return labels.SelectorFromSet(set).String()
 }

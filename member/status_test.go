@@ -106,7 +106,7 @@ func TestComputeStatus(t *testing.T) {
 			st := computeStatus(tt.mc, tt.obs, now)
 			require.Equal(t, int64(3), st.ObservedGeneration)
 			require.Equal(t, tt.mc.MaxSize(), st.MaximumSize)
-			require.Equal(t, "fluxfed.io/minicluster=flux-sample", st.Selector)
+			require.Equal(t, "batch.kubernetes.io/job-name=flux-sample,fluxfed.io/minicluster=flux-sample", st.Selector)
 			require.Equal(t, "flux-sample-[0-1]", st.Hostlist)
 			require.Equal(t, tt.wantSize, st.Size)
 			require.Equal(t, tt.wantReady, st.Ready)

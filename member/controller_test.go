@@ -1,0 +1,364 @@
+package member
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/e2e/testenv"
+	"github.com/fluxfed/fluxfed/member/render"
+)
+
+// requestCounter counts the API requests the manager sends, by method, so tests can assert that
+// an unchanged MiniCluster costs no write.
+type requestCounter struct {
+	mu     sync.Mutex
+	counts map[string]int
+	paths  []string
+}
+
+func (c *requestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		c.mu.Lock()
+		if c.counts == nil {
+			c.counts = map[string]int{}
+		}
+		method := req.Method
+		if req.URL.Query().Get("watch") == "true" {
+			method = "WATCH"
+		}
+		c.counts[method]++
+		c.paths = append(c.paths, method+" "+req.URL.Path)
+		c.mu.Unlock()
+		return rt.RoundTrip(req)
+	})
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// requestsSince returns every request made after mark, watches included.
+func (c *requestCounter) requestsSince(mark int) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.paths[mark:]...)
+}
+
+// writesSince returns the write requests (anything but GET and WATCH) made after mark.
+func (c *requestCounter) writesSince(mark int) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, p := range c.paths[mark:] {
+		if !strings.HasPrefix(p, "GET ") && !strings.HasPrefix(p, "WATCH ") {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (c *requestCounter) mark() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.paths)
+}
+
+type harness struct {
+	env      *testenv.Env
+	c        client.Client
+	requests *requestCounter
+}
+
+// startManager runs the MiniCluster reconciler against a fresh API server, with the client
+// limits fluxfed manager uses by default. There is no kube-controller-manager: Jobs create no
+// pods, and tests write Job status themselves.
+func startManager(t testing.TB) *harness {
+	t.Helper()
+	env := testenv.Start(t)
+	requests := &requestCounter{}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS, cfg.Burst = DefaultAPIQPS, DefaultAPIBurst
+	cfg.Wrap(requests.wrap)
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 env.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Cache:                  cache.Options{ByObject: CacheByObject()},
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	require.NoError(t, err)
+	require.NoError(t, Setup(mgr, Options{}))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+	return &harness{env: env, c: env.Client, requests: requests}
+}
+
+func (h *harness) namespace(t testing.TB) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "member-"}}
+	require.NoError(t, h.c.Create(context.Background(), ns))
+	return ns.Name
+}
+
+func newMiniCluster(ns, name string, size int32) *fluxv1alpha2.MiniCluster {
+	return &fluxv1alpha2.MiniCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: fluxv1alpha2.MiniClusterSpec{
+			Size:       size,
+			Containers: []fluxv1alpha2.Container{{Image: "ghcr.io/rse-ops/lammps-mpich:tag-latest", Command: "lmp -in in.reaxc.hns"}},
+		},
+	}
+}
+
+func (h *harness) get(t *testing.T, obj client.Object) {
+	t.Helper()
+	require.NoError(t, h.c.Get(context.Background(), client.ObjectKeyFromObject(obj), obj))
+}
+
+// waitCondition waits until the MiniCluster has the condition with the status and reason.
+func (h *harness) waitCondition(t *testing.T, mc *fluxv1alpha2.MiniCluster, condType string, status metav1.ConditionStatus, reason string) {
+	t.Helper()
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		got := &fluxv1alpha2.MiniCluster{}
+		require.NoError(c, h.c.Get(context.Background(), client.ObjectKeyFromObject(mc), got))
+		cond := meta.FindStatusCondition(got.Status.Conditions, condType)
+		require.NotNil(c, cond, "condition %s", condType)
+		require.Equal(c, status, cond.Status, "%s: %s", condType, cond.Message)
+		require.Equal(c, reason, cond.Reason, "%s: %s", condType, cond.Message)
+		require.Equal(c, got.Generation, cond.ObservedGeneration)
+	}, 20*time.Second, 50*time.Millisecond)
+}
+
+func TestReconcileCreatesAnOwnedFluxInstance(t *testing.T) {
+	h := startManager(t)
+	ctx := context.Background()
+	ns := h.namespace(t)
+	mc := newMiniCluster(ns, "flux-sample", 2)
+	mc.Spec.MaxSize = 4
+	require.NoError(t, h.c.Create(ctx, mc))
+	h.waitCondition(t, mc, fluxv1alpha2.ConditionReady, metav1.ConditionFalse, fluxv1alpha2.ReasonPodsNotReady)
+	h.get(t, mc)
+
+	objects := []client.Object{
+		&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: render.JobName(mc), Namespace: ns}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "flux-service", Namespace: ns}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: render.ConfigMapName(mc), Namespace: ns}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: render.EntrypointConfigMapName(mc), Namespace: ns}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: render.CurveSecretName(mc), Namespace: ns}},
+	}
+	for _, obj := range objects {
+		h.get(t, obj)
+		owner := metav1.GetControllerOf(obj)
+		require.NotNil(t, owner, "%T %s has no controller", obj, obj.GetName())
+		require.Equal(t, mc.UID, owner.UID, "%T %s", obj, obj.GetName())
+		require.Equal(t, mc.Name, obj.GetLabels()[fluxv1alpha2.LabelMiniCluster], "%T %s", obj, obj.GetName())
+	}
+
+	job := objects[0].(*batchv1.Job)
+	require.Equal(t, int32(2), *job.Spec.Parallelism)
+	require.Equal(t, int32(2), *job.Spec.Completions)
+
+	flux := objects[2].(*corev1.ConfigMap)
+	require.Equal(t, "flux-sample-[0-3]", flux.Data[render.KeyHostlist])
+	require.Contains(t, flux.Data[render.KeyBrokerTOML], "default_port = 8050")
+	for key, value := range objects[3].(*corev1.ConfigMap).Data {
+		require.NotContains(t, value, "secret-key", "entrypoint script %s", key)
+	}
+	require.NotContains(t, flux.Data[render.KeyBrokerTOML], "secret-key")
+	require.Contains(t, string(objects[4].(*corev1.Secret).Data[render.KeyCurveCert]), "secret-key")
+
+	require.Equal(t, int32(2), mc.Status.Size)
+	require.Equal(t, int32(4), mc.Status.MaximumSize)
+	require.Equal(t, "batch.kubernetes.io/job-name=flux-sample,fluxfed.io/minicluster=flux-sample", mc.Status.Selector)
+	require.Equal(t, "flux-sample-[0-3]", mc.Status.Hostlist)
+	require.Equal(t, mc.Generation, mc.Status.ObservedGeneration)
+}
+
+// settle waits until the MiniCluster's status reflects its generation and no write happened for
+// a while, so the next step starts from rest.
+func (h *harness) settle(t *testing.T, mc *fluxv1alpha2.MiniCluster) {
+	t.Helper()
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		got := &fluxv1alpha2.MiniCluster{}
+		require.NoError(c, h.c.Get(context.Background(), client.ObjectKeyFromObject(mc), got))
+		require.Equal(c, got.Generation, got.Status.ObservedGeneration)
+	}, 20*time.Second, 50*time.Millisecond)
+	for {
+		mark := h.requests.mark()
+		time.Sleep(500 * time.Millisecond)
+		if len(h.requests.writesSince(mark)) == 0 {
+			return
+		}
+	}
+}
+
+func TestReconcileOfAnUnchangedMiniClusterWritesNothing(t *testing.T) {
+	h := startManager(t)
+	ctx := context.Background()
+	mc := newMiniCluster(h.namespace(t), "idle", 3)
+	require.NoError(t, h.c.Create(ctx, mc))
+	h.settle(t, mc)
+
+	// An annotation changes the object (so the reconciler runs) but not what it renders.
+	mark := h.requests.mark()
+	h.get(t, mc)
+	mc.Annotations = map[string]string{"example.com/touched": "yes"}
+	require.NoError(t, h.c.Update(ctx, mc))
+	time.Sleep(2 * time.Second)
+	require.Empty(t, h.requests.writesSince(mark), "a reconcile of an unchanged MiniCluster must not write")
+}
+
+func TestStatusFollowsTheJob(t *testing.T) {
+	h := startManager(t)
+	ctx := context.Background()
+	mc := newMiniCluster(h.namespace(t), "tracked", 2)
+	require.NoError(t, h.c.Create(ctx, mc))
+	h.waitCondition(t, mc, fluxv1alpha2.ConditionReady, metav1.ConditionFalse, fluxv1alpha2.ReasonPodsNotReady)
+
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: render.JobName(mc), Namespace: mc.Namespace}}
+	setJobStatus := func(mutate func(*batchv1.JobStatus)) {
+		t.Helper()
+		h.get(t, job)
+		mutate(&job.Status)
+		require.NoError(t, h.c.Status().Update(ctx, job))
+	}
+
+	// The pods come up (kube-controller-manager would report this).
+	now := metav1.Now()
+	setJobStatus(func(s *batchv1.JobStatus) {
+		s.StartTime = &now
+		s.Active = 2
+		s.Ready = ptr.To(int32(2))
+	})
+	h.waitCondition(t, mc, fluxv1alpha2.ConditionReady, metav1.ConditionTrue, fluxv1alpha2.ReasonPodsReady)
+	h.get(t, mc)
+	require.Equal(t, int32(2), mc.Status.Ready)
+
+	// The lead broker finishes: the Job completes.
+	setJobStatus(func(s *batchv1.JobStatus) {
+		s.Active, s.Ready, s.Succeeded = 0, ptr.To(int32(0)), 2
+		s.CompletedIndexes = "0-1"
+		s.CompletionTime = &now
+		s.Conditions = []batchv1.JobCondition{
+			{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		}
+	})
+	h.waitCondition(t, mc, fluxv1alpha2.ConditionComplete, metav1.ConditionTrue, fluxv1alpha2.ReasonJobComplete)
+	h.waitCondition(t, mc, fluxv1alpha2.ConditionReady, metav1.ConditionFalse, fluxv1alpha2.ReasonJobComplete)
+
+	// One event per transition, not one per reconcile.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		var list eventsv1.EventList
+		require.NoError(c, h.c.List(ctx, &list, client.InNamespace(mc.Namespace)))
+		reasons := map[string]int{}
+		for _, e := range list.Items {
+			if e.Regarding.Name == mc.Name {
+				reasons[e.Reason]++
+			}
+		}
+		require.Equal(c, map[string]int{fluxv1alpha2.ReasonPodsReady: 1, fluxv1alpha2.ReasonJobComplete: 2}, reasons)
+	}, 10*time.Second, 100*time.Millisecond)
+}
+
+func TestScalingChangesTheJobInPlace(t *testing.T) {
+	h := startManager(t)
+	ctx := context.Background()
+	mc := newMiniCluster(h.namespace(t), "elastic", 2)
+	mc.Spec.MaxSize = 5
+	require.NoError(t, h.c.Create(ctx, mc))
+	h.settle(t, mc)
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: render.JobName(mc), Namespace: mc.Namespace}}
+	h.get(t, job)
+	before := job.DeepCopy()
+
+	for _, size := range []int32{4, 1, 5} {
+		h.get(t, mc)
+		mc.Spec.Size = size
+		require.NoError(t, h.c.Update(ctx, mc))
+		h.settle(t, mc)
+		h.get(t, job)
+		require.Equal(t, size, *job.Spec.Parallelism, "parallelism")
+		require.Equal(t, size, *job.Spec.Completions, "completions")
+		require.Equal(t, before.UID, job.UID, "the Job is the same: running brokers are not restarted")
+		require.Equal(t, before.Spec.Template, job.Spec.Template, "the pod template is unchanged")
+		h.get(t, mc)
+		require.Equal(t, size, mc.Status.Size)
+		failed := meta.FindStatusCondition(mc.Status.Conditions, fluxv1alpha2.ConditionFailed)
+		require.Equal(t, metav1.ConditionFalse, failed.Status, failed.Message)
+	}
+
+	// The scale subresource drives the same path: kubectl scale mc/elastic --replicas=3.
+	h.get(t, mc)
+	scale := &autoscalingv1.Scale{}
+	require.NoError(t, h.c.SubResource("scale").Get(ctx, mc, scale))
+	scale.Spec.Replicas = 3
+	require.NoError(t, h.c.SubResource("scale").Update(ctx, mc, client.WithSubResourceBody(scale)))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.NoError(c, h.c.Get(ctx, client.ObjectKeyFromObject(job), job))
+		require.Equal(c, int32(3), *job.Spec.Parallelism)
+	}, 20*time.Second, 50*time.Millisecond)
+}
+
+func TestAChangeTheJobCannotTakeIsReportedNotRetried(t *testing.T) {
+	h := startManager(t)
+	ctx := context.Background()
+	mc := newMiniCluster(h.namespace(t), "frozen", 2)
+	require.NoError(t, h.c.Create(ctx, mc))
+	h.settle(t, mc)
+
+	h.get(t, mc)
+	mc.Spec.Containers[0].Image = "ghcr.io/rse-ops/lammps-mpich:tag-other"
+	require.NoError(t, h.c.Update(ctx, mc))
+	h.waitCondition(t, mc, fluxv1alpha2.ConditionFailed, metav1.ConditionTrue, fluxv1alpha2.ReasonImmutableFieldChanged)
+
+	mark := h.requests.mark()
+	time.Sleep(3 * time.Second)
+	require.Empty(t, h.requests.writesSince(mark), "a refused change must not be retried in a loop")
+}
+
+func TestTwoMiniClustersCannotShareAHeadlessService(t *testing.T) {
+	h := startManager(t)
+	ctx := context.Background()
+	ns := h.namespace(t)
+	first := newMiniCluster(ns, "first", 1)
+	require.NoError(t, h.c.Create(ctx, first))
+	h.settle(t, first)
+
+	second := newMiniCluster(ns, "second", 1)
+	require.NoError(t, h.c.Create(ctx, second))
+	h.waitCondition(t, second, fluxv1alpha2.ConditionFailed, metav1.ConditionTrue, fluxv1alpha2.ReasonApplyFailed)
+	h.get(t, second)
+	require.Contains(t, meta.FindStatusCondition(second.Status.Conditions, fluxv1alpha2.ConditionFailed).Message, "spec.network.headlessName")
+
+	// Giving it a Service of its own fixes it.
+	second.Spec.Network.HeadlessName = "second-service"
+	require.NoError(t, h.c.Update(ctx, second))
+	h.waitCondition(t, second, fluxv1alpha2.ConditionFailed, metav1.ConditionFalse, fluxv1alpha2.ReasonJobRunning)
+}

@@ -1,0 +1,56 @@
+package member
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/member/render"
+	"github.com/fluxfed/fluxfed/member/render/curve"
+)
+
+// ensureCurveSecret makes sure the MiniCluster's CURVE Secret exists. The keypair is generated
+// once and never regenerated: every broker of the instance must keep the same certificate. With
+// spec.flux.curveCert the given certificate is stored instead, after checking it is one a broker
+// accepts. The Secret is created, not applied; AlreadyExists means another reconcile won the race,
+// which is as good as success.
+func (r *Reconciler) ensureCurveSecret(ctx context.Context, mc *fluxv1alpha2.MiniCluster) (*failure, error) {
+	key := client.ObjectKey{Namespace: mc.Namespace, Name: render.CurveSecretName(mc)}
+	existing := &corev1.Secret{}
+	switch err := r.client.Get(ctx, key, existing); {
+	case err == nil:
+		if owner := metav1.GetControllerOf(existing); owner == nil || owner.UID != mc.UID {
+			return &failure{reason: fluxv1alpha2.ReasonApplyFailed, message: fmt.Sprintf(
+				"Secret %s exists and does not belong to this MiniCluster; delete it or rename the MiniCluster", key.Name)}, nil
+		}
+		return nil, nil
+	case !apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("reading the curve Secret: %w", err)
+	}
+
+	var cert *curve.Certificate
+	var err error
+	if mc.Spec.Flux.CurveCert != "" {
+		if cert, err = curve.Parse([]byte(mc.Spec.Flux.CurveCert)); err != nil {
+			return &failure{reason: fluxv1alpha2.ReasonInvalidSpec, message: "spec.flux.curveCert: " + err.Error()}, nil
+		}
+	} else if cert, err = curve.Generate(r.entropy, curve.KeygenMetadata(mc.Name, "", r.clock())...); err != nil {
+		return nil, err
+	}
+
+	secret := render.CurveSecret(mc, curve.File(cert))
+	if err := ctrl.SetControllerReference(mc, secret, r.client.Scheme()); err != nil {
+		return nil, fmt.Errorf("owning the curve Secret: %w", err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Creating the CURVE certificate Secret", "secret", key.Name)
+	if err := r.client.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("creating the curve Secret: %w", err)
+	}
+	return nil, nil
+}
