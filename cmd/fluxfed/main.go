@@ -3,6 +3,7 @@
 // Usage:
 //
 //	fluxfed manager [flags]   run the operator
+//	fluxfed plan -f FILE      render a MiniCluster offline
 //	fluxfed version           print the version
 package main
 
@@ -44,6 +45,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{name: "manager", summary: "run the MiniCluster operator", run: runManager},
+		{name: "plan", summary: "render a MiniCluster offline: hosts, ranks, broker config", run: runPlan},
 		{name: "version", summary: "print the version and exit", run: runVersion},
 	}
 }

@@ -12,11 +12,13 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/member"
 )
 
 // managerOptions are the flags of `fluxfed manager`.
@@ -26,6 +28,9 @@ type managerOptions struct {
 	leaderElect          bool
 	leaderElectNamespace string
 	kubeconfig           string
+	qps                  float64
+	burst                int
+	concurrency          int
 	zap                  zap.Options
 }
 
@@ -35,6 +40,9 @@ func (o *managerOptions) bind(fs *flag.FlagSet) {
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader so that only one replica reconciles at a time")
 	fs.StringVar(&o.leaderElectNamespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's namespace)")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to manage (default: in-cluster config, $KUBECONFIG or ~/.kube/config)")
+	fs.Float64Var(&o.qps, "kube-api-qps", member.DefaultAPIQPS, "queries per second the manager may send to the API server")
+	fs.IntVar(&o.burst, "kube-api-burst", member.DefaultAPIBurst, "requests the manager may send at once above --kube-api-qps")
+	fs.IntVar(&o.concurrency, "max-concurrent-reconciles", member.DefaultConcurrency, "MiniClusters reconciled at the same time")
 	o.zap.BindFlags(fs)
 }
 
@@ -71,12 +79,14 @@ func runManager(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	cfg.QPS, cfg.Burst = float32(opts.qps), opts.burst
 	scheme, err := newScheme()
 	if err != nil {
 		return err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
+		Cache:                   cache.Options{ByObject: member.CacheByObject()},
 		Metrics:                 metricsserver.Options{BindAddress: opts.metricsAddr},
 		HealthProbeBindAddress:  opts.probeAddr,
 		LeaderElection:          opts.leaderElect,
@@ -87,6 +97,9 @@ func runManager(ctx context.Context, args []string, _, stderr io.Writer) error {
 	})
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
+	}
+	if err := member.Setup(mgr, member.Options{MaxConcurrentReconciles: opts.concurrency}); err != nil {
+		return fmt.Errorf("setting up the MiniCluster reconciler: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return fmt.Errorf("adding the health check: %w", err)
