@@ -51,8 +51,9 @@ generate: ## Generate deepcopy code for the API types.
 	$(CONTROLLER_GEN) object paths=./api/...
 
 .PHONY: manifests
-manifests: ## Generate the CRD under deploy/crd.
+manifests: ## Generate the CRD under deploy/crd and the manager's ClusterRole under deploy/rbac.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:dir=deploy/crd
+	$(CONTROLLER_GEN) rbac:roleName=fluxfed-manager paths=./member/... output:rbac:dir=deploy/rbac
 
 ##@ Verification
 
