@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -53,6 +54,10 @@ type Reconciler struct {
 	recorder events.EventRecorder
 	entropy  io.Reader
 	clock    func() time.Time
+	// statusWrittenAt maps a MiniCluster's key to the resourceVersion it had when its status was
+	// last written. A reconcile that starts from that same version reads a cache that has not
+	// seen the write yet; it must not write the same status again.
+	statusWrittenAt sync.Map
 }
 
 // +kubebuilder:rbac:groups=flux-framework.org,resources=miniclusters,verbs=get;list;watch
@@ -116,6 +121,9 @@ func CacheByObject() map[client.Object]cache.ByObject {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	mc := &fluxv1alpha2.MiniCluster{}
 	if err := r.client.Get(ctx, req.NamespacedName, mc); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.statusWrittenAt.Delete(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !mc.DeletionTimestamp.IsZero() {

@@ -18,6 +18,10 @@ import (
 // event for each condition that moved. Status is written with server-side apply under the
 // member's field owner: the hub writes its own fields of the same status the same way.
 func (r *Reconciler) updateStatus(ctx context.Context, mc *fluxv1alpha2.MiniCluster, obs observation) error {
+	key := client.ObjectKeyFromObject(mc)
+	if v, ok := r.statusWrittenAt.Load(key); ok && v == mc.ResourceVersion {
+		return nil
+	}
 	st := computeStatus(mc, obs, metav1.NewTime(r.clock()))
 	if !statusChanged(mc.Status, st) {
 		return nil
@@ -30,6 +34,7 @@ func (r *Reconciler) updateStatus(ctx context.Context, mc *fluxv1alpha2.MiniClus
 		client.FieldOwner(fluxv1alpha2.FieldOwnerMember), client.ForceOwnership); err != nil {
 		return fmt.Errorf("writing the status: %w", err)
 	}
+	r.statusWrittenAt.Store(key, mc.ResourceVersion)
 	for _, c := range transitions(mc.Status.Conditions, st.Conditions) {
 		eventType := corev1.EventTypeNormal
 		if (c.Type == fluxv1alpha2.ConditionFailed && c.Status == metav1.ConditionTrue) ||
