@@ -362,3 +362,69 @@ func TestTwoMiniClustersCannotShareAHeadlessService(t *testing.T) {
 	require.NoError(t, h.c.Update(ctx, second))
 	h.waitCondition(t, second, fluxv1alpha2.ConditionFailed, metav1.ConditionFalse, fluxv1alpha2.ReasonJobRunning)
 }
+
+func TestCleanupDeletesTheFinishedPods(t *testing.T) {
+	h := startManager(t)
+	ctx := context.Background()
+	mc := newMiniCluster(h.namespace(t), "tidy", 2)
+	mc.Spec.Cleanup = true
+	require.NoError(t, h.c.Create(ctx, mc))
+	h.settle(t, mc)
+
+	// Stand-ins for the Job's finished pods (no kube-controller-manager runs here), and a pod of
+	// someone else that must survive.
+	for _, name := range []string{"tidy-0", "tidy-1", "unrelated"} {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: mc.Namespace},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+		}
+		if name != "unrelated" {
+			pod.Labels = render.SelectorLabels(mc)
+		}
+		require.NoError(t, h.c.Create(ctx, pod))
+	}
+
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: render.JobName(mc), Namespace: mc.Namespace}}
+	h.get(t, job)
+	now := metav1.Now()
+	job.Status = batchv1.JobStatus{
+		StartTime: &now, CompletionTime: &now, Succeeded: 2, CompletedIndexes: "0-1", Ready: ptr.To(int32(0)),
+		Conditions: []batchv1.JobCondition{
+			{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		},
+	}
+	require.NoError(t, h.c.Status().Update(ctx, job))
+	h.waitCondition(t, mc, fluxv1alpha2.ConditionComplete, metav1.ConditionTrue, fluxv1alpha2.ReasonJobComplete)
+
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		var pods corev1.PodList
+		require.NoError(c, h.c.List(ctx, &pods, client.InNamespace(mc.Namespace)))
+		var names []string
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil {
+				names = append(names, p.Name)
+			}
+		}
+		require.Equal(c, []string{"unrelated"}, names)
+	}, 10*time.Second, 100*time.Millisecond)
+	h.get(t, job)
+	require.Nil(t, job.DeletionTimestamp, "the completed Job stays, so its record does")
+}
+
+func TestASpecThatCannotBeRenderedIsReported(t *testing.T) {
+	h := startManager(t)
+	ctx := context.Background()
+	mc := newMiniCluster(h.namespace(t), "crooked", 2)
+	mc.Spec.Flux.Bursting.Clusters = []fluxv1alpha2.Burst{{Name: "burst-0", Size: 4}}
+	// kary:2 puts burst-0's second broker (rank 3) under rank 1, a root broker it cannot reach.
+	mc.Spec.Flux.Topology = "kary:2"
+	require.NoError(t, h.c.Create(ctx, mc))
+	h.waitCondition(t, mc, fluxv1alpha2.ConditionFailed, metav1.ConditionTrue, fluxv1alpha2.ReasonInvalidSpec)
+	h.get(t, mc)
+	require.Contains(t, meta.FindStatusCondition(mc.Status.Conditions, fluxv1alpha2.ConditionFailed).Message, "spec.flux.topology")
+
+	var jobs batchv1.JobList
+	require.NoError(t, h.c.List(ctx, &jobs, client.InNamespace(mc.Namespace)))
+	require.Empty(t, jobs.Items, "nothing is started for a spec that cannot work")
+}
