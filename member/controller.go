@@ -43,7 +43,7 @@ type Options struct {
 // client needs room above client-go's 5 QPS (and controller-runtime's 20) to bring up a hundred
 // MiniClusters in about a second; an unchanged MiniCluster costs none.
 const (
-	DefaultConcurrency = 8
+	DefaultConcurrency = 16
 	DefaultAPIQPS      = 200
 	DefaultAPIBurst    = 400
 )

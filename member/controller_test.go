@@ -95,13 +95,26 @@ type harness struct {
 // pods, and tests write Job status themselves.
 func startManager(t testing.TB) *harness {
 	t.Helper()
+	h := startAPIServer(t)
+	h.runManager(t)
+	return h
+}
+
+// startAPIServer starts an API server without the reconciler.
+func startAPIServer(t testing.TB) *harness {
+	t.Helper()
 	env := testenv.Start(t)
-	requests := &requestCounter{}
-	cfg := rest.CopyConfig(env.Config)
+	return &harness{env: env, c: env.Client, requests: &requestCounter{}}
+}
+
+// runManager starts the reconciler; it stops when the test ends.
+func (h *harness) runManager(t testing.TB) {
+	t.Helper()
+	cfg := rest.CopyConfig(h.env.Config)
 	cfg.QPS, cfg.Burst = DefaultAPIQPS, DefaultAPIBurst
-	cfg.Wrap(requests.wrap)
+	cfg.Wrap(h.requests.wrap)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 env.Scheme,
+		Scheme:                 h.env.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Cache:                  cache.Options{ByObject: CacheByObject()},
@@ -116,7 +129,6 @@ func startManager(t testing.TB) *harness {
 		cancel()
 		require.NoError(t, <-done)
 	})
-	return &harness{env: env, c: env.Client, requests: requests}
 }
 
 func (h *harness) namespace(t testing.TB) string {
