@@ -440,3 +440,33 @@ func TestASpecThatCannotBeRenderedIsReported(t *testing.T) {
 	require.NoError(t, h.c.List(ctx, &jobs, client.InNamespace(mc.Namespace)))
 	require.Empty(t, jobs.Items, "nothing is started for a spec that cannot work")
 }
+
+// TestDeletingTheMiniClusterLeavesNothingBehind runs Kubernetes' garbage collector next to the
+// reconciler: everything the MiniCluster made must go with it, through owner references alone.
+func TestDeletingTheMiniClusterLeavesNothingBehind(t *testing.T) {
+	h := startManager(t)
+	h.env.RunControllers(t, "garbagecollector")
+	ctx := context.Background()
+	ns := h.namespace(t)
+	mc := newMiniCluster(ns, "ephemeral", 2)
+	mc.Spec.Services = []fluxv1alpha2.Container{{Name: "registry", Image: "registry:2"}}
+	require.NoError(t, h.c.Create(ctx, mc))
+	h.settle(t, mc)
+
+	count := func(c require.TestingT) int {
+		n := 0
+		lists := []client.ObjectList{&batchv1.JobList{}, &corev1.ServiceList{}, &corev1.ConfigMapList{}, &corev1.SecretList{}}
+		for _, list := range lists {
+			require.NoError(c, h.c.List(ctx, list, client.InNamespace(ns), client.MatchingLabels(render.SelectorLabels(mc))))
+			n += meta.LenList(list)
+		}
+		return n
+	}
+	// Broker Job, services Job, headless Service, two ConfigMaps, the curve Secret.
+	require.Equal(t, 6, count(t))
+
+	require.NoError(t, h.c.Delete(ctx, mc))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.Zero(c, count(c))
+	}, 60*time.Second, 200*time.Millisecond)
+}

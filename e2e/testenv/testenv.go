@@ -3,8 +3,11 @@
 package testenv
 
 import (
+	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
@@ -99,4 +102,53 @@ func (e *Env) Kubeconfig() ([]byte, error) {
 	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
 	kc.CurrentContext = name
 	return clientcmd.Write(*kc)
+}
+
+// RunControllers runs kube-controller-manager against the API server with only the named
+// controllers (for example "garbagecollector", which envtest lacks, so that deleting an owner
+// deletes what it owns). It stops when the test ends; its log is kept in the test's temp dir and
+// printed if the test fails.
+func (e *Env) RunControllers(t testing.TB, controllers ...string) {
+	t.Helper()
+	dir, err := k8sbin.Dir("kube-controller-manager")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig, err := e.Kubeconfig()
+	if err != nil {
+		t.Fatalf("writing a kubeconfig: %v", err)
+	}
+	tmp := t.TempDir()
+	kubeconfigPath := filepath.Join(tmp, "kubeconfig")
+	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(tmp, "kube-controller-manager.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(dir, "kube-controller-manager"),
+		"--kubeconfig="+kubeconfigPath,
+		"--authentication-kubeconfig="+kubeconfigPath,
+		"--authorization-kubeconfig="+kubeconfigPath,
+		"--controllers="+strings.Join(controllers, ","),
+		"--leader-elect=false",
+		"--secure-port=0",
+		"--concurrent-gc-syncs=5",
+	)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting kube-controller-manager: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		_ = logFile.Close()
+		if t.Failed() {
+			if data, err := os.ReadFile(logPath); err == nil {
+				t.Logf("kube-controller-manager log:\n%s", data)
+			}
+		}
+	})
 }
