@@ -18,17 +18,12 @@ import (
 	"sigs.k8s.io/yaml"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/api/v1alpha2/v1alpha2test"
 	"github.com/fluxfed/fluxfed/e2e/testenv"
 )
 
 // These tests install the generated CRD into a real kube-apiserver: the schema (bounds, enums,
 // CEL rules, defaults) is the API's validation, so only the API server can tell whether it works.
-
-const (
-	oneContainer = "containers:\n- image: rockylinux:9\n  command: hostname\n"
-	name61       = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-	name62       = name61 + "b"
-)
 
 // miniCluster builds a MiniCluster from the YAML of its spec.
 func miniCluster(t *testing.T, namespace, name, spec string) *unstructured.Unstructured {
@@ -70,98 +65,20 @@ func TestMiniClusterRejectsInvalidSpecs(t *testing.T) {
 	env := testenv.Start(t)
 	ns := newNamespace(t, env.Client)
 
-	burst := func(entries string) string {
-		return oneContainer + "flux:\n  bursting:\n    clusters:\n" + entries
-	}
-	tests := []struct {
-		name string
-		// metaName is metadata.name; the case name when empty.
-		metaName string
-		spec     string
-		// field is the path the API server names; message is part of what it says there.
-		field   string
-		message string
-	}{
-		// Sizes.
-		{name: "size zero", spec: "size: 0\n" + oneContainer, field: "spec.size", message: "greater than or equal to 1"},
-		{name: "size above maxSize", spec: "size: 4\nmaxSize: 2\n" + oneContainer, field: "spec.maxSize", message: "spec.size must not exceed spec.maxSize"},
-		{name: "minSize above size", spec: "size: 2\nminSize: 3\n" + oneContainer, field: "spec.minSize", message: "spec.minSize must not be larger than spec.size"},
-		{name: "negative tasks", spec: "tasks: -1\n" + oneContainer, field: "spec.tasks", message: "greater than or equal to 0"},
-		{name: "zero deadline", spec: "deadlineSeconds: 0\n" + oneContainer, field: "spec.deadlineSeconds", message: "greater than or equal to 1"},
-
-		// Containers.
-		{name: "no containers", spec: "containers: []\n", field: "spec.containers", message: "at least 1 items"},
-		{name: "two flux containers", spec: "containers:\n- {image: a, runFlux: true}\n- {image: b, name: b, runFlux: true}\n", field: "spec.containers", message: "at most one container may set runFlux: true"},
-		{name: "no flux container among two", spec: "containers:\n- {image: a, name: a}\n- {image: b, name: b}\n", field: "spec.containers", message: "one of them must set runFlux: true"},
-		{name: "unnamed sidecar", spec: "containers:\n- {image: a, runFlux: true}\n- {image: b}\n", field: "spec.containers", message: "every container that does not run Flux needs a name"},
-		{name: "command and script", spec: "containers:\n- image: a\n  command: hostname\n  commands: {script: 'echo hi'}\n", field: "spec.containers", message: "cannot set both command and commands.script"},
-		{name: "command and script with runFlux", spec: "containers:\n- image: a\n  runFlux: true\n  command: hostname\n  commands: {script: 'echo hi'}\n- {image: b, name: b}\n", field: "spec.containers", message: "cannot set both command and commands.script"},
-		{name: "duplicate container names", spec: "containers:\n- {image: a, name: x, runFlux: true}\n- {image: b, name: x}\n", field: "spec.containers", message: "container names must be unique"},
-		{name: "container name not a DNS label", spec: "containers:\n- {image: a, name: App}\n", field: "spec.containers[0].name", message: "should match"},
-		{name: "launcher and batch", spec: "containers:\n- {image: a, launcher: true, batch: true}\n", field: "spec.containers[0]", message: "launcher and batch cannot both be true"},
-		{name: "claim without path", spec: "containers:\n- image: a\n  volumes:\n    data: {claimName: data}\n", field: "spec.containers[0].volumes[data]", message: "also needs path"},
-		{name: "volume name not a DNS label", spec: "containers:\n- image: a\n  volumes:\n    Data: {path: /data}\n", field: "spec.containers[0].volumes", message: "every volume name must be a DNS label"},
-		{name: "volume in volumes and existingVolumes", spec: "containers:\n- image: a\n  volumes:\n    data: {path: /data}\n  existingVolumes:\n    data: {path: /data2}\n", field: "spec.containers[0]", message: "must not appear in both volumes and existingVolumes"},
-		{name: "unnamed service", spec: oneContainer + "services:\n- {image: nginx}\n", field: "spec.services", message: "every service container needs a name"},
-		{name: "port zero", spec: "containers:\n- {image: a, ports: [0]}\n", field: "spec.containers[0].ports[0]", message: "greater than or equal to 1"},
-		{name: "unknown pull policy", spec: "containers:\n- {image: a, imagePullPolicy: Sometimes}\n", field: "spec.containers[0].imagePullPolicy", message: `supported values: "Always", "IfNotPresent", "Never"`},
-		{name: "bad cpu quantity", spec: "containers:\n- image: a\n  resources: {limits: {cpu: lots}}\n", field: "spec.containers[0].resources.limits.cpu", message: "should match"},
-
-		// Bursting.
-		{name: "duplicate burst names", spec: burst("    - {name: b, size: 1}\n    - {name: b, size: 2}\n"), field: "spec.flux.bursting.clusters[1]", message: "Duplicate value"},
-		{name: "burst name not a DNS label", spec: burst("    - {name: Burst_0, size: 1}\n"), field: "spec.flux.bursting.clusters[0].name", message: "should match"},
-		{name: "burst named like the root", metaName: "same", spec: burst("    - {name: same, size: 1}\n"), field: "spec.flux.bursting.clusters", message: "must differ from metadata.name"},
-		{name: "burst size zero", spec: burst("    - {name: b, size: 0}\n"), field: "spec.flux.bursting.clusters[0].size", message: "greater than or equal to 1"},
-		{name: "burst without size", spec: burst("    - {name: b}\n"), field: "spec.flux.bursting.clusters[0].size", message: "Required value"},
-		{name: "burst without name", spec: burst("    - {size: 2}\n"), field: "spec.flux.bursting.clusters[0].name", message: "Required value"},
-		{name: "burst hostnames too long", spec: burst("    - {name: " + name62 + ", size: 11}\n"), field: "spec.flux.bursting.clusters[0].name", message: "every burst hostname '<name>-<index>' must fit in 63 characters"},
-		{name: "cluster not a DNS name", spec: burst("    - {name: b, size: 1, cluster: Gke_West}\n"), field: "spec.flux.bursting.clusters[0].cluster", message: "should match"},
-		{name: "namespace not a DNS label", spec: burst("    - {name: b, size: 1, cluster: w, namespace: a.b}\n"), field: "spec.flux.bursting.clusters[0].namespace", message: "should match"},
-		{name: "hostlist and clusters", spec: oneContainer + "flux:\n  bursting:\n    hostlist: 'x-[0-3]'\n    clusters:\n    - {name: b, size: 1}\n", field: "spec.flux.bursting", message: "set either hostlist or clusters, not both"},
-		{name: "cluster on a burst child", spec: oneContainer + "flux:\n  bursting:\n    leadBroker: {name: root, address: 1.2.3.4, size: 2}\n    clusters:\n    - {name: cluster-on-a-burst-child, size: 1, cluster: west}\n", field: "spec.flux.bursting.clusters", message: "a burst child does not burst further"},
-		{name: "lead broker port zero", spec: oneContainer + "flux:\n  bursting:\n    leadBroker: {name: root, address: 1.2.3.4, size: 2, port: 0}\n", field: "spec.flux.bursting.leadBroker.port", message: "greater than or equal to 1"},
-		{name: "lead broker port too high", spec: oneContainer + "flux:\n  bursting:\n    leadBroker: {name: root, address: 1.2.3.4, size: 2, port: 70000}\n", field: "spec.flux.bursting.leadBroker.port", message: "less than or equal to 65535"},
-		{name: "lead broker without address", spec: oneContainer + "flux:\n  bursting:\n    leadBroker: {name: root, size: 2}\n", field: "spec.flux.bursting.leadBroker.address", message: "Required value"},
-		{name: "lead broker IPv6 address", spec: oneContainer + "flux:\n  bursting:\n    leadBroker: {name: root, size: 2, address: 'fd00::1'}\n", field: "spec.flux.bursting.leadBroker.address", message: "should match"},
-		{name: "lead broker hostnames too long", spec: oneContainer + "flux:\n  bursting:\n    leadBroker: {name: " + name62 + ", address: 1.2.3.4, size: 11}\n", field: "spec.flux.bursting.leadBroker.name", message: "leadBroker.name is too long for its size"},
-		{name: "expose type ClusterIP", spec: oneContainer + "flux:\n  bursting:\n    expose: {type: ClusterIP}\n", field: "spec.flux.bursting.expose.type", message: `supported values: "NodePort", "LoadBalancer"`},
-		{name: "expose nodePort too high", spec: oneContainer + "flux:\n  bursting:\n    expose: {nodePort: 70000}\n", field: "spec.flux.bursting.expose.nodePort", message: "less than or equal to 65535"},
-		{name: "expose IPv6 address", spec: oneContainer + "flux:\n  bursting:\n    expose: {address: 'fd00::1'}\n", field: "spec.flux.bursting.expose.address", message: "should match"},
-
-		// Names: every pod hostname '<name>-<index>' must be a DNS label.
-		{name: "root hostnames too long for maxSize", metaName: name61, spec: "size: 2\nmaxSize: 100\n" + oneContainer, field: "metadata", message: "every pod hostname '<name>-<index>' must fit in 63 characters"},
-		{name: "root hostnames too long for size", metaName: name61, spec: "size: 11\n" + oneContainer, field: "metadata", message: "every pod hostname '<name>-<index>' must fit in 63 characters"},
-		{name: "root name with a dot", metaName: "a.b", spec: oneContainer, field: "metadata", message: "metadata.name must be a DNS label"},
-
-		// Flux settings.
-		{name: "unknown queue policy", spec: oneContainer + "flux:\n  scheduler: {queuePolicy: lifo}\n", field: "spec.flux.scheduler.queuePolicy", message: `supported values: "fcfs", "easy", "hybrid", "conservative"`},
-		{name: "log level above 7", spec: oneContainer + "flux:\n  logLevel: 8\n", field: "spec.flux.logLevel", message: "less than or equal to 7"},
-		{name: "connect timeout not a duration", spec: oneContainer + "flux:\n  connectTimeout: soon\n", field: "spec.flux.connectTimeout", message: "should match"},
-		{name: "relative flux mount path", spec: oneContainer + "flux:\n  container: {mountPath: mnt/flux}\n", field: "spec.flux.container.mountPath", message: "should match '^/'"},
-		{name: "headless name not a DNS label", spec: oneContainer + "network: {headlessName: Flux_Service}\n", field: "spec.network.headlessName", message: "should match"},
-
-		// Pod settings.
-		{name: "restart policy Always", spec: oneContainer + "pod: {restartPolicy: Always}\n", field: "spec.pod.restartPolicy", message: `supported values: "OnFailure", "Never"`},
-		{name: "unknown toleration effect", spec: oneContainer + "pod:\n  tolerations: [{key: a, effect: Sometimes}]\n", field: "spec.pod.tolerations[0].effect", message: "Unsupported value"},
-	}
 	ctx := context.Background()
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			name := tt.metaName
-			if name == "" {
-				name = strings.ReplaceAll(tt.name, " ", "-")
-			}
-			err := createStrict(ctx, env.Client, miniCluster(t, ns, name, tt.spec))
+	for _, tt := range v1alpha2test.InvalidCases() {
+		t.Run(tt.Name, func(t *testing.T) {
+			err := createStrict(ctx, env.Client, miniCluster(t, ns, tt.ObjectName(), tt.Spec))
 			require.Error(t, err, "the API server accepted an invalid MiniCluster")
 			require.True(t, apierrors.IsInvalid(err), "want an Invalid error, got %v", err)
 
-			want := tt.field + ": "
+			want := tt.Field + ": "
 			for _, c := range causes(err) {
-				if strings.HasPrefix(c, want) && strings.Contains(c, tt.message) {
+				if strings.HasPrefix(c, want) && strings.Contains(c, tt.Message) {
 					return
 				}
 			}
-			t.Fatalf("no cause at %s saying %q; the API server said:\n%s", tt.field, tt.message, strings.Join(causes(err), "\n"))
+			t.Fatalf("no cause at %s saying %q; the API server said:\n%s", tt.Field, tt.Message, strings.Join(causes(err), "\n"))
 		})
 	}
 }
@@ -172,7 +89,7 @@ func TestMiniClusterRejectsUnknownFields(t *testing.T) {
 	env := testenv.Start(t)
 	ns := newNamespace(t, env.Client)
 	err := createStrict(context.Background(), env.Client,
-		miniCluster(t, ns, "old-lead-broker", oneContainer+"flux:\n  leadBroker: {name: a, address: b}\n"))
+		miniCluster(t, ns, "old-lead-broker", v1alpha2test.OneContainer+"flux:\n  leadBroker: {name: a, address: b}\n"))
 	require.ErrorContains(t, err, `unknown field "spec.flux.leadBroker"`)
 }
 
@@ -328,7 +245,7 @@ func TestMiniClusterScaleSubresource(t *testing.T) {
 	ctx := context.Background()
 
 	mc := &fluxv1alpha2.MiniCluster{}
-	require.NoError(t, createStrict(ctx, env.Client, miniCluster(t, ns, "scaled", "size: 2\nmaxSize: 4\n"+oneContainer)))
+	require.NoError(t, createStrict(ctx, env.Client, miniCluster(t, ns, "scaled", "size: 2\nmaxSize: 4\n"+v1alpha2test.OneContainer)))
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "scaled"}, mc))
 
 	scale := &autoscalingv1.Scale{}

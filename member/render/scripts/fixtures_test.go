@@ -1,16 +1,15 @@
 package scripts
 
 import (
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"fmt"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/bursting"
+	"github.com/fluxfed/fluxfed/member/render/rendertest"
 )
 
-// The representative MiniClusters of the golden tests. package workload renders the same
-// specs (its fixtures_test.go mirrors this file), so the two sets of golden files describe the
-// same pods.
+// The representative MiniClusters of the golden tests are rendertest's, which package workload
+// renders too, so that the two sets of golden files describe the same pods.
 
 // fixture is one MiniCluster and the inputs the caller would compute for it.
 type fixture struct {
@@ -19,341 +18,26 @@ type fixture struct {
 	in   Inputs
 }
 
-// miniCluster returns a MiniCluster with the schema's defaults applied, as the API server
-// would store it, after mutate has set what the case is about.
-func miniCluster(name string, mutate func(*fluxv1alpha2.MiniClusterSpec)) *fluxv1alpha2.MiniCluster {
-	mc := &fluxv1alpha2.MiniCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "hpc"},
-		Spec: fluxv1alpha2.MiniClusterSpec{
-			Size:            1,
-			Tasks:           ptrTo[int32](1),
-			DeadlineSeconds: 31500000,
-			Network:         fluxv1alpha2.Network{HeadlessName: "flux-service"},
-			Containers:      []fluxv1alpha2.Container{{Image: "ghcr.io/rse-ops/accounting:app-latest"}},
-			Flux: fluxv1alpha2.FluxSpec{
-				Container: fluxv1alpha2.FluxView{
-					Name:      "flux-view",
-					Image:     "ghcr.io/converged-computing/flux-view-rocky:tag-9",
-					MountPath: "/mnt/flux",
-				},
-				ConnectTimeout: ptrTo("5s"),
-				LogLevel:       ptrTo[int32](6),
-				Scheduler:      fluxv1alpha2.Scheduler{QueuePolicy: fluxv1alpha2.QueuePolicyFCFS},
-			},
-		},
-	}
-	mutate(&mc.Spec)
-	return mc
-}
-
+// fixtures returns rendertest's cases with the inputs member.Render computes for them.
 func fixtures() []fixture {
-	return []fixture{
-		{
-			name: "root-size-1",
-			mc: miniCluster("hello", func(s *fluxv1alpha2.MiniClusterSpec) {
-				s.Containers[0].Command = "echo hello world"
-			}),
-			in: Inputs{Hostlist: "hello-0", Quorum: 1},
-		},
-		{
-			name: "root-size-4-tasks",
-			mc: miniCluster("lammps", func(s *fluxv1alpha2.MiniClusterSpec) {
-				s.Size = 4
-				s.Tasks = ptrTo[int32](16)
-				s.Flux.OptionFlags = "-ompi=openmpi@5 -o cpu-affinity=per-task"
-				s.Flux.LogLevel = ptrTo[int32](7)
-				s.Containers[0] = fluxv1alpha2.Container{
-					Name:       "lammps",
-					Image:      "ghcr.io/rse-ops/lammps-mpich:tag-latest",
-					WorkingDir: "/opt/lammps/examples/reaxff/HNS",
-					Command:    "lmp -v x 2 -v y 2 -v z 2 -in in.reaxc.hns -nocite",
-					Resources: corev1.ResourceRequirements{
-						Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("1Gi")},
-						Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("1Gi")},
-					},
-				}
-			}),
-			in: Inputs{Hostlist: "lammps-[0-3]", Quorum: 4},
-		},
-		{
-			name: "burst-child",
-			mc: miniCluster("burst-0", func(s *fluxv1alpha2.MiniClusterSpec) {
-				s.Size = 3
-				s.Flux.Bursting = fluxv1alpha2.Bursting{
-					LeadBroker: &fluxv1alpha2.LeadBroker{Address: "10.0.0.5", Name: "flux-sample", Size: 2, Port: 30093},
-					Clusters:   []fluxv1alpha2.Burst{{Name: "burst-0", Size: 3}},
-				}
-				s.Containers[0].Name = "lammps"
-				s.Containers[0].Image = "ghcr.io/rse-ops/lammps-mpich:tag-latest"
-			}),
-			in: Inputs{Hostlist: "10.0.0.5,flux-sample-1,burst-0-[0-2]", Follower: true},
-		},
-		{
-			name: "max-size",
-			mc: miniCluster("elastic", func(s *fluxv1alpha2.MiniClusterSpec) {
-				s.Size = 2
-				s.MaxSize = 6
-				s.Flux.CompleteWorkers = true
-				s.Containers[0].Command = "hostname"
-			}),
-			in: Inputs{Hostlist: "elastic-[0-5]", Quorum: 2},
-		},
-		{
-			name: "minimal-service",
-			mc: miniCluster("minimal", func(s *fluxv1alpha2.MiniClusterSpec) {
-				s.Size = 3
-				s.Flux.MinimalService = true
-				s.Containers[0].Command = "hostname"
-			}),
-			in: Inputs{Hostlist: "minimal-[0-2]", Quorum: 3},
-		},
-		{
-			name: "disable-view",
-			mc: miniCluster("own-flux", func(s *fluxv1alpha2.MiniClusterSpec) {
-				s.Size = 2
-				s.Flux.Container.Disable = true
-				s.Flux.Container.Image = "ubuntu:focal"
-				s.Containers[0].Image = "ghcr.io/rse-ops/lammps:flux-sched-focal"
-				s.Containers[0].Command = "lmp -in in.reaxc.hns"
-			}),
-			in: Inputs{Hostlist: "own-flux-[0-1]", Quorum: 2},
-		},
-		{
-			name: "batch",
-			mc: miniCluster("batch", func(s *fluxv1alpha2.MiniClusterSpec) {
-				s.Size = 2
-				s.Tasks = ptrTo[int32](0)
-				s.Containers[0] = fluxv1alpha2.Container{
-					Image:   "rockylinux:9",
-					Batch:   true,
-					Logs:    "/tmp/another-out",
-					Command: "echo hello world 1\n\necho \"hello world 2\" > /dev/null\necho $HOSTNAME 3\n",
-				}
-			}),
-			in: Inputs{Hostlist: "batch-[0-1]", Quorum: 2},
-		},
-		{
-			name: "batch-raw",
-			mc: miniCluster("staging", func(s *fluxv1alpha2.MiniClusterSpec) {
-				s.Size = 2
-				s.Containers[0] = fluxv1alpha2.Container{
-					Image:    "ghcr.io/rse-ops/singularity:tag-mamba",
-					Batch:    true,
-					BatchRaw: true,
-					Command: "flux filemap map -C /data mpi.sif\n" +
-						"flux exec -x 0 -r all flux filemap get -C /data\n" +
-						"flux submit -N 2 singularity exec /data/mpi.sif /opt/mpitest\n" +
-						"flux queue idle\n",
-				}
-			}),
-			in: Inputs{Hostlist: "staging-[0-1]", Quorum: 2},
-		},
-		{
-			name: "interactive",
-			mc: miniCluster("interactive", func(s *fluxv1alpha2.MiniClusterSpec) {
-				s.Size = 2
-				s.Interactive = true
-				s.Containers[0].Name = "lammps"
-				s.Containers[0].Command = "this is ignored: interactive runs no job"
-			}),
-			in: Inputs{Hostlist: "interactive-[0-1]", Quorum: 2},
-		},
-		{
-			name: "launcher",
-			mc: miniCluster("workflow", func(s *fluxv1alpha2.MiniClusterSpec) {
-				s.Size = 2
-				s.Flux.Wrap = "strace,-e,network,-tt"
-				s.Containers[0] = fluxv1alpha2.Container{
-					Image:    "snakemake/snakemake:stable",
-					Launcher: true,
-					Command:  "snakemake --cores 1 --jobs 2 --executor flux",
-					Commands: fluxv1alpha2.Commands{Prefix: "fusion --debug"},
-				}
-			}),
-			in: Inputs{Hostlist: "workflow-[0-1]", Quorum: 2},
-		},
-		{
-			name: "services",
-			mc: miniCluster("web-demo", func(s *fluxv1alpha2.MiniClusterSpec) {
-				s.Size = 2
-				s.Flux.NoWaitSocket = false
-				s.Containers = []fluxv1alpha2.Container{
-					{
-						Name:    "client",
-						Image:   "rockylinux:9",
-						RunFlux: true,
-						Command: "curl --silent --retry 12 http://web-demo-services.flux-service/",
-					},
-					{
-						Name:     "monitor",
-						Image:    "ghcr.io/converged-computing/flux-monitor:latest",
-						Command:  `flux proxy "$fluxsocket" flux resource list`,
-						Commands: fluxv1alpha2.Commands{ServicePre: "echo monitor starting", Post: "echo monitor done"},
-						Ports:    []int32{9090},
-					},
-					{
-						Name:             "raw",
-						Image:            "busybox:1.36",
-						Command:          "sleep infinity",
-						NoWrapEntrypoint: true,
-					},
-					{Name: "registry", Image: "registry:2"},
-				}
-				s.Services = []fluxv1alpha2.Container{
-					{Name: "nginx", Image: "nginx:1.27", Ports: []int32{80}},
-					{
-						Name:     "registry",
-						Image:    "ghcr.io/oras-project/registry:latest",
-						Command:  "registry serve /etc/docker/registry/config.yml",
-						Commands: fluxv1alpha2.Commands{Init: "mkdir -p /var/lib/registry", ServicePre: "echo 'registry it is'"},
-						Ports:    []int32{5000},
-					},
-				}
-			}),
-			in: Inputs{Hostlist: "web-demo-[0-1]", Quorum: 2},
-		},
-		{
-			name: "volumes",
-			mc: miniCluster("volumes-demo", func(s *fluxv1alpha2.MiniClusterSpec) {
-				s.Size = 2
-				s.Logging.Quiet = true
-				s.Containers[0] = fluxv1alpha2.Container{
-					Name:    "app",
-					Image:   "rockylinux:9",
-					Command: "df -h /scratch /dev/shm /host-data /data /etc/app /etc/app-credentials",
-					Volumes: map[string]fluxv1alpha2.ContainerVolume{
-						"scratch":         {EmptyDir: true, EmptyDirSizeLimit: "10Gi", Path: "/scratch"},
-						"shm":             {EmptyDir: true, EmptyDirMedium: "memory", EmptyDirSizeLimit: "1Gi"},
-						"host-data":       {HostPath: "/var/tmp/flux-data", Path: "/host-data"},
-						"shared-data":     {ClaimName: "shared-data", Path: "/data"},
-						"app-config":      {ConfigMapName: "app-config", Path: "/etc/app", Items: map[string]string{"settings.ini": "settings.ini"}},
-						"app-credentials": {SecretName: "app-credentials", Path: "/etc/app-credentials", ReadOnly: true},
-					},
-					ExistingVolumes: map[string]fluxv1alpha2.ContainerVolume{
-						"fuse": {CSIDriver: "gcsfuse.csi.storage.gke.io", CSIDriverAttributes: map[string]string{"bucketName": "flux-data"}, Path: "/bucket"},
-					},
-				}
-			}),
-			in: Inputs{Hostlist: "volumes-demo-[0-1]", Quorum: 2},
-		},
-		{
-			name: "custom-commands",
-			mc: miniCluster("hooks", func(s *fluxv1alpha2.MiniClusterSpec) {
-				s.Size = 2
-				s.Logging = fluxv1alpha2.Logging{Strict: true, Timed: true, Debug: true, Zeromq: true}
-				s.Flux.SubmitCommand = "flux mini submit"
-				s.Flux.ConnectTimeout = ptrTo("")
-				s.Flux.Environment = map[string]string{
-					"FI_EFA_USE_DEVICE_RDMA": "1",
-					"GREETING":               `it's "quoted" $HOME ` + "`date`",
-				}
-				s.Containers[0] = fluxv1alpha2.Container{
-					Image:      "ghcr.io/rse-ops/lammps-mpich:tag-latest",
-					Command:    `echo "rank $FLUX_TASK_RANK" 'single' | tee -a /tmp/out.txt`,
-					PreCommand: "asFlux=\"sudo -E\"\necho pre-command",
-					Commands: fluxv1alpha2.Commands{
-						Init:          "export LD_LIBRARY_PATH=/opt/conda/lib",
-						Pre:           "echo 'pre with a quote: '\\''x'\\'''",
-						BrokerPre:     "echo I am the lead broker",
-						WorkerPre:     "echo I am a worker; sleep 5",
-						Post:          "echo Finishing up",
-						Prefix:        `env "LABEL=a b"`,
-						RunFluxAsRoot: true,
-					},
-					FluxUser:    &fluxv1alpha2.FluxUser{Name: "fluxuser", UID: 1002},
-					Cores:       4,
-					Diagnostics: true,
-					Environment: map[string]string{"APP_MODE": "test"},
-				}
-			}),
-			in: Inputs{Hostlist: "hooks-[0-1]", Quorum: 2},
-		},
-		{
-			name: "job-script",
-			mc: miniCluster("scripted", func(s *fluxv1alpha2.MiniClusterSpec) {
-				s.Size = 2
-				s.Tasks = ptrTo[int32](2)
-				s.Containers[0].Commands.Script = "#!/bin/bash\necho \"This is rank \\${FLUX_TASK_RANK}\"\nFLUXFED_SCRIPT_EOF\necho done\n"
-			}),
-			in: Inputs{Hostlist: "scripted-[0-1]", Quorum: 2},
-		},
-		{
-			name: "archive",
-			mc: miniCluster("stateful", func(s *fluxv1alpha2.MiniClusterSpec) {
-				s.Size = 2
-				s.Interactive = true
-				s.Archive.Path = "/state/archive.tar.gz"
-				s.Containers[0].Volumes = map[string]fluxv1alpha2.ContainerVolume{
-					"state": {ClaimName: "flux-state", Path: "/state"},
-				}
-			}),
-			in: Inputs{Hostlist: "stateful-[0-1]", Quorum: 2},
-		},
-		{
-			name: "pod-options",
-			mc: miniCluster("placed", func(s *fluxv1alpha2.MiniClusterSpec) {
-				s.Size = 2
-				s.Tasks = ptrTo[int32](4)
-				s.JobLabels = map[string]string{"app.kubernetes.io/part-of": "placement-demo"}
-				s.BackoffLimit = 3
-				s.DeadlineSeconds = 3600
-				s.ShareProcessNamespace = true
-				s.Network.HeadlessName = "placed-net"
-				s.Flux.DisableSocket = true
-				s.Flux.MungeSecret = "munge-key"
-				s.Flux.Container.PullAlways = true
-				s.Flux.Container.ImagePullSecret = "view-pull"
-				s.Flux.Container.PythonPath = "/mnt/flux/view/lib/python3.11/site-packages"
-				s.Flux.Container.Resources = corev1.ResourceRequirements{
-					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
-				}
-				s.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptrTo("gpu-template")}}
-				s.Pod = fluxv1alpha2.MiniClusterPod{
-					Labels:                       map[string]string{"team": "hpc", fluxv1alpha2.LabelMiniCluster: "not-this"},
-					Annotations:                  map[string]string{"example.com/cost-center": "research"},
-					RestartPolicy:                fluxv1alpha2.RestartNever,
-					ServiceAccountName:           "flux-runner",
-					AutomountServiceAccountToken: true,
-					RuntimeClassName:             "nvidia",
-					SchedulerName:                "fluence",
-					NodeSelector:                 map[string]string{"kubernetes.io/os": "linux"},
-					NodeAffinity:                 map[string][]string{"node.kubernetes.io/instance-type": {"c2d-standard-112", "c2d-standard-56"}},
-					Tolerations: []fluxv1alpha2.Toleration{
-						{Key: "nvidia.com/gpu", Operator: fluxv1alpha2.TolerationOpExists, Effect: fluxv1alpha2.TaintNoSchedule},
-						{Key: "dedicated", Operator: fluxv1alpha2.TolerationOpEqual, Value: "hpc"},
-					},
-					DNSPolicy:       fluxv1alpha2.DNSClusterFirst,
-					HostIPC:         true,
-					Resources:       corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("500M")},
-					SecurityContext: &corev1.PodSecurityContext{FSGroup: ptrTo[int64](1000)},
-				}
-				s.Containers[0] = fluxv1alpha2.Container{
-					Name:            "app",
-					Image:           "rockylinux:9",
-					Command:         "nproc",
-					ImagePullSecret: "app-pull",
-					PullAlways:      true,
-					ImagePullPolicy: fluxv1alpha2.PullNever,
-					Ports:           []int32{8080, 8443},
-					Environment:     map[string]string{"B": "2", "A": "1"},
-					Secrets:         map[string]fluxv1alpha2.SecretKey{"TOKEN": {Name: "app-credentials", Key: "token"}},
-					LifeCycle:       fluxv1alpha2.LifeCycle{PostStartExec: "echo started > /tmp/started", PreStopExec: "flux shutdown --quiet"},
-					SecurityContext: &fluxv1alpha2.ContainerSecurityContext{
-						SecurityContext: corev1.SecurityContext{
-							Privileged:   ptrTo(true),
-							Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN"}},
-						},
-						AddCapabilities: []string{"SYS_PTRACE", "NET_ADMIN"},
-					},
-					Resources: corev1.ResourceRequirements{
-						Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")},
-						Claims: []corev1.ResourceClaim{{Name: "gpu"}},
-					},
-				}
-			}),
-			in: Inputs{Hostlist: "placed-[0-1]", Quorum: 2, TBONTopo: "kary:2"},
-		},
+	var out []fixture
+	for _, c := range rendertest.Cases() {
+		layout, err := bursting.NewLayout(c.MiniCluster)
+		if err != nil {
+			panic(fmt.Sprintf("fixture %s has no layout: %v", c.Name, err))
+		}
+		in := Inputs{Hostlist: layout.Hostlist, Quorum: layout.Quorum, Follower: c.MiniCluster.IsBurstChild()}
+		if c.Name == "pod-options" {
+			// member.Render passes no TBON topology, but the scripts must render one when asked.
+			in.TBONTopo = "kary:2"
+		}
+		out = append(out, fixture{name: c.Name, mc: c.MiniCluster, in: in})
 	}
+	return out
 }
 
-func ptrTo[T any](v T) *T { return &v }
+// miniCluster returns a MiniCluster with the schema's defaults applied, after mutate has set
+// what the test is about.
+func miniCluster(name string, mutate func(*fluxv1alpha2.MiniClusterSpec)) *fluxv1alpha2.MiniCluster {
+	return rendertest.MiniCluster(name, mutate)
+}

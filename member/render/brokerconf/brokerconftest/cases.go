@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/member/render/rendertest"
 )
 
 // RootCluster is the cluster the root MiniClusters of the fixtures run in.
@@ -33,31 +34,13 @@ type Federation struct {
 	Members []Member
 }
 
-// MiniCluster returns a root MiniCluster in namespace hpc with the schema defaults applied.
+// MiniCluster returns a root MiniCluster of size pods running rockylinux:9, in namespace hpc
+// with the schema defaults applied.
 func MiniCluster(name string, size int32) *fluxv1alpha2.MiniCluster {
-	timeout := "5s"
-	logLevel := int32(6)
-	tasks := int32(1)
-	return &fluxv1alpha2.MiniCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "hpc"},
-		Spec: fluxv1alpha2.MiniClusterSpec{
-			Containers:      []fluxv1alpha2.Container{{Image: "rockylinux:9"}},
-			Network:         fluxv1alpha2.Network{HeadlessName: "flux-service"},
-			Size:            size,
-			Tasks:           &tasks,
-			DeadlineSeconds: 31500000,
-			Flux: fluxv1alpha2.FluxSpec{
-				Container: fluxv1alpha2.FluxView{
-					Name:      "flux-view",
-					Image:     "ghcr.io/converged-computing/flux-view-rocky:tag-9",
-					MountPath: "/mnt/flux",
-				},
-				ConnectTimeout: &timeout,
-				LogLevel:       &logLevel,
-				Scheduler:      fluxv1alpha2.Scheduler{QueuePolicy: fluxv1alpha2.QueuePolicyFCFS},
-			},
-		},
-	}
+	return rendertest.MiniCluster(name, func(s *fluxv1alpha2.MiniClusterSpec) {
+		s.Size = size
+		s.Containers[0].Image = "rockylinux:9"
+	})
 }
 
 // Child returns the burst child the hub would create for the root's entry named burst: a copy
