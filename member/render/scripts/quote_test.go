@@ -110,7 +110,7 @@ func FuzzQuote(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		if strings.ContainsRune(s, 0) || !utf8.ValidString(s) {
-			t.Skip("NUL cannot be in a shell word; invalid UTF-8 is not a spec string")
+			return // NUL cannot be in a shell word; invalid UTF-8 is not a spec string
 		}
 		require.Equal(t, []string{s}, shellEcho(t, "bash", Quote(s)))
 	})
@@ -156,12 +156,12 @@ func TestSplitWords(t *testing.T) {
 // would expand nothing, both must find the same words.
 func FuzzSplitWords(f *testing.F) {
 	requireBash(f)
-	for _, s := range []string{"a b", `"a b" c`, `'x y'z`, `a\ b`, `"\"" '\'`, "a\\\nb"} {
+	for _, s := range []string{"a b", `"a b" c`, `'x y'z`, `a\ b`, `"\"" '\'`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		if strings.ContainsAny(s, "$`!*?[]{}~#;&|<>()\x00\r\n=%") || strings.HasSuffix(s, `\`) || !utf8.ValidString(s) {
-			t.Skip("only compare where bash performs no expansion, control operator or line break")
+			return // only compare where bash performs no expansion, control operator or line break
 		}
 		words, err := splitWords(s)
 		if err != nil {
