@@ -60,14 +60,52 @@ func (e *TopologyError) Error() string {
 		e.Topology, e.Rank, e.Host, e.Parent, e.ParentHost, e.Reason)
 }
 
-// IsInvalid reports whether err (or an error it wraps) is one of the errors NewLayout returns
-// for a spec it cannot lay out: a *SpecError, *HostError or *TopologyError. Retrying does not
-// fix any of them, so a reconciler can treat them as terminal.
+// EndpointError reports a lead broker endpoint that the brokers of a burst cannot be told to
+// dial: an address Flux refuses as a host (an IPv6 address, a name with '_'), one that is also
+// the hostname of another rank, or a port outside 1-65535. The endpoint comes from the Service
+// that exposes rank 0 or from spec.flux.bursting.expose.address; a new endpoint fixes it, not a
+// retry with the same one.
+type EndpointError struct {
+	// Address and Port are the endpoint as given.
+	Address string
+	Port    int32
+	// Reason says what is wrong with it.
+	Reason string
+}
+
+// Error names the endpoint and the reason.
+func (e *EndpointError) Error() string {
+	return fmt.Sprintf("lead broker endpoint %s:%d: %s", e.Address, e.Port, e.Reason)
+}
+
+// FederationError reports a burst whose child MiniCluster would not agree with the root on the
+// ranks or the TBON tree of the instance. NewPlan checks every child's Layout against the
+// root's before it returns a plan, so that a disagreement (a bug in the planning, since both
+// come from one spec) stops the hub instead of producing brokers that never join.
+type FederationError struct {
+	// Burst names the spec.flux.bursting.clusters entry of the child.
+	Burst string
+	// Reason says where the child and the root disagree.
+	Reason string
+}
+
+// Error names the burst and the disagreement.
+func (e *FederationError) Error() string {
+	return fmt.Sprintf("burst %s: %s", e.Burst, e.Reason)
+}
+
+// IsInvalid reports whether err (or an error it wraps) is one of the errors NewLayout and
+// NewPlan return for a spec or lead endpoint they cannot plan: a *SpecError, *HostError,
+// *TopologyError, *EndpointError or *FederationError. The same input always gives the same
+// error, so retrying does not fix any of them and a reconciler can treat them as terminal.
 func IsInvalid(err error) bool {
 	var (
-		specErr *SpecError
-		hostErr *HostError
-		topoErr *TopologyError
+		specErr     *SpecError
+		hostErr     *HostError
+		topoErr     *TopologyError
+		endpointErr *EndpointError
+		fedErr      *FederationError
 	)
-	return errors.As(err, &specErr) || errors.As(err, &hostErr) || errors.As(err, &topoErr)
+	return errors.As(err, &specErr) || errors.As(err, &hostErr) || errors.As(err, &topoErr) ||
+		errors.As(err, &endpointErr) || errors.As(err, &fedErr)
 }

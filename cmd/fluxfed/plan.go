@@ -23,19 +23,33 @@ import (
 	"github.com/fluxfed/fluxfed/member/render/curve"
 )
 
+// defaultLeadPort is --lead-port when it is not given: the broker port, as
+// spec.flux.bursting.leadBroker.port defaults to, which is where a LoadBalancer exposes rank 0.
+const defaultLeadPort = 8050
+
 // runPlan renders a MiniCluster offline with the reconciler's own code: it admits the manifest
 // as the API server would (defaults, schema and CEL validation), then writes what every broker
-// of the MiniCluster would read, one folder per host, and prints a summary.
+// of the MiniCluster would read, one folder per host, and prints a summary. For a root whose
+// bursts name member clusters, --lead-address stands in for the endpoint the hub discovers: the
+// children the hub would push are then planned, admitted as a member would admit them, and
+// rendered too, one folder per host of every side.
 func runPlan(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	file := fs.String("f", "", "MiniCluster manifest to plan (- for standard input)")
-	out := fs.String("out", "", "write DIR/<hostname>/{broker.toml,curve.cert,hostlist,hostname} and DIR/manifests.yaml")
+	out := fs.String("out", "", "write DIR/<hostname>/{broker.toml,curve.cert,hostlist,hostname} and DIR/manifests.yaml;\n"+
+		"with children also DIR/children.yaml (the child MiniClusters) and DIR/manifests-<burst>.yaml")
+	leadAddress := fs.String("lead-address", "", "address at which the members reach the root's rank 0 (an IPv4 address or a DNS name),\n"+
+		"standing in for the one the hub discovers; needed to render the children of bursts that name a cluster")
+	leadPort := fs.Int("lead-port", defaultLeadPort, "port at --lead-address that leads to rank 0, for example the lead broker Service's NodePort")
+	hub := fs.String("hub-name", "fluxfed", "hub identity in the children's "+fluxv1alpha2.LabelOriginHub+" label")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: fluxfed plan -f minicluster.yaml [--out DIR]")
+		fmt.Fprintln(stderr, "Usage: fluxfed plan -f minicluster.yaml [--out DIR] [--lead-address ADDRESS [--lead-port PORT]]")
 		fmt.Fprintln(stderr)
 		fmt.Fprintln(stderr, "Renders a MiniCluster offline, as the operator would, and prints its hosts, ranks,")
 		fmt.Fprintln(stderr, "quorum and broker tree. An invalid MiniCluster is refused with the API server's messages.")
+		fmt.Fprintln(stderr, "With --lead-address, a root's bursts that name a member cluster are planned as the hub")
+		fmt.Fprintln(stderr, "would push them, and every host of the root and of every child gets a folder.")
 		fmt.Fprintln(stderr)
 		fs.PrintDefaults()
 	}
@@ -49,6 +63,16 @@ func runPlan(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return errUsage
 	}
+	portSet := false
+	fs.Visit(func(f *flag.Flag) { portSet = portSet || f.Name == "lead-port" })
+	if portSet && *leadAddress == "" {
+		fmt.Fprintln(stderr, "fluxfed plan: --lead-port needs --lead-address")
+		return errUsage
+	}
+	if *leadPort < 1 || *leadPort > 65535 {
+		fmt.Fprintf(stderr, "fluxfed plan: --lead-port %d is not a TCP port (1-65535)\n", *leadPort)
+		return errUsage
+	}
 	manifest, err := readManifest(*file)
 	if err != nil {
 		return err
@@ -58,25 +82,83 @@ func runPlan(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return admissionError(err)
 	}
+	if mc.IsBurstChild() && *leadAddress != "" {
+		return fmt.Errorf("MiniCluster %s is a burst child (spec.flux.bursting.leadBroker is set): --lead-address plans the children of a root", mc.Name)
+	}
 	rendered, err := member.Render(mc)
 	if err != nil {
 		return fmt.Errorf("MiniCluster %s cannot be rendered: %w", mc.Name, err)
+	}
+	var children []renderedChild
+	switch {
+	case *leadAddress != "":
+		plan, err := bursting.NewPlan(mc, bursting.Endpoint{Address: *leadAddress, Port: int32(*leadPort)}, *hub)
+		if err != nil {
+			return fmt.Errorf("MiniCluster %s cannot burst: %w", mc.Name, err)
+		}
+		if children, err = renderChildren(plan); err != nil {
+			return err
+		}
+	case !mc.IsBurstChild():
+		if err := bursting.ValidateFederation(mc); err != nil {
+			return fmt.Errorf("MiniCluster %s cannot burst: %w", mc.Name, err)
+		}
 	}
 	cert, err := certificate(mc)
 	if err != nil {
 		return err
 	}
 	if *out != "" {
-		if err := writePlan(*out, rendered, cert); err != nil {
+		if err := writePlan(*out, rendered, children, cert); err != nil {
 			return err
 		}
 	}
 	printSummary(stdout, mc, rendered.Layout)
+	printChildren(stdout, mc, rendered.Layout, children, *leadAddress != "")
 	if *out != "" {
-		l := rendered.Layout
-		fmt.Fprintf(stdout, "\nWrote %d host folders and manifests.yaml to %s\n", l.LocalEnd-l.LocalStart, *out)
+		hosts := rendered.Layout.LocalEnd - rendered.Layout.LocalStart
+		if len(children) == 0 {
+			fmt.Fprintf(stdout, "\nWrote %d host folders and manifests.yaml to %s\n", hosts, *out)
+		} else {
+			childHosts := 0
+			for _, c := range children {
+				childHosts += c.rendered.Layout.LocalEnd - c.rendered.Layout.LocalStart
+			}
+			fmt.Fprintf(stdout, "\nWrote %d host folders (%d of the root, %d of %d children), manifests.yaml, children.yaml and manifests-<burst>.yaml to %s\n",
+				hosts+childHosts, hosts, childHosts, len(children), *out)
+		}
 	}
 	return nil
+}
+
+// renderedChild is a child of the plan as its member would store and render it.
+type renderedChild struct {
+	bursting.Child
+	// stored is the child as the member's API server stores it: admitted, defaults applied.
+	stored   *fluxv1alpha2.MiniCluster
+	rendered *member.Rendered
+}
+
+// renderChildren admits every child of plan as its member's API server would, and renders it
+// with the member's code.
+func renderChildren(plan *bursting.Plan) ([]renderedChild, error) {
+	var children []renderedChild
+	for _, c := range plan.Children {
+		data, err := yaml.Marshal(c.MiniCluster)
+		if err != nil {
+			return nil, fmt.Errorf("encoding the child MiniCluster %s: %w", c.Burst, err)
+		}
+		stored, err := admit.Admit(data)
+		if err != nil {
+			return nil, fmt.Errorf("member %s would refuse the child MiniCluster %s: %w", c.Cluster, c.Burst, admissionError(err))
+		}
+		rendered, err := member.Render(stored)
+		if err != nil {
+			return nil, fmt.Errorf("the child MiniCluster %s cannot be rendered: %w", c.Burst, err)
+		}
+		children = append(children, renderedChild{Child: c, stored: stored, rendered: rendered})
+	}
+	return children, nil
 }
 
 func readManifest(file string) ([]byte, error) {
@@ -117,10 +199,40 @@ func certificate(mc *fluxv1alpha2.MiniCluster) (*curve.Certificate, error) {
 	return curve.Generate(rand.Reader, curve.KeygenMetadata(mc.Name, "", time.Now())...)
 }
 
-// writePlan writes one folder per host of this MiniCluster with the files its broker reads, and
-// the Kubernetes objects the reconciler would apply (the curve Secret aside: its content is in
-// every host folder).
-func writePlan(dir string, rendered *member.Rendered, cert *curve.Certificate) error {
+// writePlan writes one folder per host of the MiniCluster and of every child with the files
+// its broker reads, the Kubernetes objects the reconciler would apply for the MiniCluster
+// (manifests.yaml) and for each child on its member (manifests-<burst>.yaml), and the child
+// MiniClusters as the hub would apply them (children.yaml). The curve Secret is left out: its
+// content is in every host folder.
+func writePlan(dir string, rendered *member.Rendered, children []renderedChild, cert *curve.Certificate) error {
+	if err := writeHosts(dir, rendered, cert); err != nil {
+		return err
+	}
+	if err := writeObjects(filepath.Join(dir, "manifests.yaml"), rendered.Objects); err != nil {
+		return err
+	}
+	if len(children) == 0 {
+		return nil
+	}
+	var pushed strings.Builder
+	for _, c := range children {
+		if err := writeHosts(dir, c.rendered, cert); err != nil {
+			return err
+		}
+		if err := writeObjects(filepath.Join(dir, "manifests-"+c.Burst+".yaml"), c.rendered.Objects); err != nil {
+			return err
+		}
+		data, err := yaml.Marshal(c.MiniCluster)
+		if err != nil {
+			return fmt.Errorf("encoding the child MiniCluster %s: %w", c.Burst, err)
+		}
+		fmt.Fprintf(&pushed, "---\n# member cluster: %s\n%s", c.Cluster, data)
+	}
+	return os.WriteFile(filepath.Join(dir, "children.yaml"), []byte(pushed.String()), 0o644)
+}
+
+// writeHosts writes DIR/<hostname>/ for every host of the rendered MiniCluster's own pods.
+func writeHosts(dir string, rendered *member.Rendered, cert *curve.Certificate) error {
 	l := rendered.Layout
 	for rank := l.LocalStart; rank < l.LocalEnd; rank++ {
 		host := l.Hosts[rank]
@@ -148,15 +260,20 @@ func writePlan(dir string, rendered *member.Rendered, cert *curve.Certificate) e
 			}
 		}
 	}
+	return nil
+}
+
+// writeObjects writes objects to path as a multi-document YAML file.
+func writeObjects(path string, objects []member.Object) error {
 	var manifests strings.Builder
-	for _, o := range rendered.Objects {
+	for _, o := range objects {
 		data, err := yaml.Marshal(o.Apply)
 		if err != nil {
 			return fmt.Errorf("encoding %s: %w", o.Kind.Kind, err)
 		}
 		fmt.Fprintf(&manifests, "---\n%s", data)
 	}
-	return os.WriteFile(filepath.Join(dir, "manifests.yaml"), []byte(manifests.String()), 0o644)
+	return os.WriteFile(path, []byte(manifests.String()), 0o644)
 }
 
 func printSummary(w io.Writer, mc *fluxv1alpha2.MiniCluster, l *bursting.Layout) {
@@ -190,6 +307,38 @@ func printSummary(w io.Writer, mc *fluxv1alpha2.MiniCluster, l *bursting.Layout)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", rankRange(g.Start, g.End),
 			hostlist.Compress(l.Hosts[g.Start:g.End]), g.Name, cluster, parents(l, g.Start, g.End))
+	}
+	_ = tw.Flush()
+}
+
+// printChildren lists the children the hub would push for the root's bursts that name a
+// cluster, or says why they were not planned.
+func printChildren(w io.Writer, mc *fluxv1alpha2.MiniCluster, l *bursting.Layout, children []renderedChild, planned bool) {
+	if mc.IsBurstChild() {
+		return
+	}
+	var pushed []string
+	for _, g := range l.Groups[1:] {
+		if g.Cluster != "" {
+			pushed = append(pushed, fmt.Sprintf("%s (%s)", g.Name, g.Cluster))
+		}
+	}
+	switch {
+	case len(pushed) == 0:
+		return
+	case !planned:
+		fmt.Fprintf(w, "\nChildren:  %s are not rendered: they need the endpoint at which their members reach rank 0,\n"+
+			"           which the hub discovers; pass --lead-address (and --lead-port) to render them too.\n", strings.Join(pushed, ", "))
+		return
+	}
+	lead := children[0].MiniCluster.Spec.Flux.Bursting.LeadBroker
+	fmt.Fprintf(w, "\nChildren the hub pushes (their brokers reach rank 0 at %s:%d):\n", lead.Address, lead.Port)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "BURST\tCLUSTER\tNAMESPACE\tSIZE\tRANKS\tHOSTLIST")
+	for _, c := range children {
+		cl := c.rendered.Layout
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", c.Burst, c.Cluster, c.Namespace, c.stored.Spec.Size,
+			rankRange(cl.LocalStart, cl.LocalEnd), cl.Hostlist)
 	}
 	_ = tw.Flush()
 }

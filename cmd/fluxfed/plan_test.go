@@ -79,3 +79,152 @@ func TestPlanNeedsAFile(t *testing.T) {
 	require.ErrorIs(t, err, errUsage)
 	require.Contains(t, stderr.String(), "Usage: fluxfed plan -f minicluster.yaml")
 }
+
+// TestPlanWritesAFederation plans the example root with a stand-in lead endpoint: one folder
+// per host of the root and of both children, whose brokers fluxcheck finds joining one
+// instance across the three clusters.
+func TestPlanWritesAFederation(t *testing.T) {
+	out := t.TempDir()
+	example := filepath.Join(testenv.RepoRoot(), "examples", "bursting-root.yaml")
+	var stdout bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"plan", "-f", example, "--out", out,
+		"--lead-address", "192.0.2.10", "--lead-port", "30093"}, &stdout, &bytes.Buffer{}))
+
+	summary := stdout.String()
+	for _, want := range []string{
+		"Hostlist:  bursting-root-[0-1],burst-a-[0-2],burst-b-[0-1]",
+		"Children the hub pushes (their brokers reach rank 0 at 192.0.2.10:30093):",
+		"burst-a  member-a  default    3     2-4    192.0.2.10,bursting-root-1,burst-a-[0-2],burst-b-[0-1]",
+		"burst-b  member-b  default    2     5-6    192.0.2.10,bursting-root-1,burst-a-[0-2],burst-b-[0-1]",
+		"Wrote 7 host folders (2 of the root, 5 of 2 children)",
+	} {
+		require.Contains(t, summary, want)
+	}
+
+	clusters := map[string]string{
+		"bursting-root-0": "hub", "bursting-root-1": "hub",
+		"burst-a-0": "member-a", "burst-a-1": "member-a", "burst-a-2": "member-a",
+		"burst-b-0": "member-b", "burst-b-1": "member-b",
+	}
+	entries, err := os.ReadDir(out)
+	require.NoError(t, err)
+	var folders []string
+	for _, e := range entries {
+		if e.IsDir() {
+			folders = append(folders, e.Name())
+		}
+	}
+	require.ElementsMatch(t, []string{"bursting-root-0", "bursting-root-1", "burst-a-0", "burst-a-1", "burst-a-2", "burst-b-0", "burst-b-1"}, folders)
+
+	var configs []fluxcheck.HostConfig
+	for host, cluster := range clusters {
+		read := func(name string) []byte {
+			data, err := os.ReadFile(filepath.Join(out, host, name))
+			require.NoError(t, err)
+			return data
+		}
+		require.Equal(t, host+"\n", string(read("hostname")))
+		hostlist := "bursting-root-[0-1],burst-a-[0-2],burst-b-[0-1]\n"
+		if cluster != "hub" {
+			hostlist = "192.0.2.10,bursting-root-1,burst-a-[0-2],burst-b-[0-1]\n"
+		}
+		require.Equal(t, hostlist, string(read("hostlist")), host)
+		configs = append(configs, fluxcheck.HostConfig{Hostname: host, BrokerTOML: read("broker.toml"), CurveCert: read("curve.cert"), Cluster: cluster})
+	}
+	require.NoError(t, fluxcheck.Check(configs))
+
+	children, err := os.ReadFile(filepath.Join(out, "children.yaml"))
+	require.NoError(t, err)
+	require.Equal(t, 2, strings.Count(string(children), "kind: MiniCluster\n"))
+	for _, want := range []string{"# member cluster: member-a\n", "name: burst-a\n", "fluxfed.io/origin-name: bursting-root\n",
+		"fluxfed.io/origin-hub: fluxfed\n", "address: 192.0.2.10\n", "port: 30093\n"} {
+		require.Contains(t, string(children), want)
+	}
+	require.NotContains(t, string(children), "  cluster: ", "a child's clusters list names no cluster")
+	for _, burst := range []string{"burst-a", "burst-b"} {
+		manifests, err := os.ReadFile(filepath.Join(out, "manifests-"+burst+".yaml"))
+		require.NoError(t, err)
+		require.Contains(t, string(manifests), "name: "+burst+"\n")
+		require.NotContains(t, string(manifests), "secret-key")
+	}
+}
+
+func TestPlanWithoutALeadEndpointSaysWhatIsMissing(t *testing.T) {
+	example := filepath.Join(testenv.RepoRoot(), "examples", "bursting-root.yaml")
+	var stdout bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"plan", "-f", example}, &stdout, &bytes.Buffer{}))
+	require.Contains(t, stdout.String(), "Children:  burst-a (member-a), burst-b (member-b) are not rendered: they need the endpoint")
+	require.Contains(t, stdout.String(), "pass --lead-address (and --lead-port)")
+
+	// A root without bursts to push has nothing to say about children, lead endpoint or not.
+	reserved := filepath.Join(testenv.RepoRoot(), "examples", "bursting-reserved.yaml")
+	for _, args := range [][]string{{}, {"--lead-address", "192.0.2.10"}} {
+		stdout.Reset()
+		require.NoError(t, run(context.Background(), append([]string{"plan", "-f", reserved}, args...), &stdout, &bytes.Buffer{}))
+		require.NotContains(t, stdout.String(), "Children")
+	}
+}
+
+func TestPlanLeadEndpointErrors(t *testing.T) {
+	example := filepath.Join(testenv.RepoRoot(), "examples", "bursting-root.yaml")
+	dir := t.TempDir()
+	child := filepath.Join(dir, "child.yaml")
+	require.NoError(t, os.WriteFile(child, []byte(`apiVersion: flux-framework.org/v1alpha2
+kind: MiniCluster
+metadata: {name: burst-a}
+spec:
+  size: 3
+  containers: [{image: rockylinux:9}]
+  flux:
+    bursting:
+      leadBroker: {address: 192.0.2.10, name: bursting-root, size: 2, port: 30093}
+      clusters: [{name: burst-a, size: 3}, {name: burst-b, size: 2}]
+`), 0o644))
+	brokerConfig := filepath.Join(dir, "broker-config.yaml")
+	require.NoError(t, os.WriteFile(brokerConfig, []byte(`apiVersion: flux-framework.org/v1alpha2
+kind: MiniCluster
+metadata: {name: r}
+spec:
+  size: 1
+  containers: [{image: rockylinux:9}]
+  flux:
+    brokerConfig: "[bootstrap]\n"
+    bursting:
+      clusters: [{name: x, size: 1, cluster: member-a}]
+`), 0o644))
+
+	tests := []struct {
+		name  string
+		args  []string
+		usage string // expected on stderr, with errUsage
+		err   string // expected error otherwise
+	}{
+		{name: "port without address", args: []string{"-f", example, "--lead-port", "30093"}, usage: "--lead-port needs --lead-address"},
+		{name: "port out of range", args: []string{"-f", example, "--lead-address", "192.0.2.10", "--lead-port", "70000"}, usage: "--lead-port 70000 is not a TCP port"},
+		{name: "IPv6 address", args: []string{"-f", example, "--lead-address", "fd00::1"},
+			err: "MiniCluster bursting-root cannot burst: lead broker endpoint fd00::1:8050: the address contains ':'"},
+		{name: "address of a burst host", args: []string{"-f", example, "--lead-address", "burst-b-1"},
+			err: "the address is also the hostname of rank 6"},
+		{name: "a burst child", args: []string{"-f", child, "--lead-address", "192.0.2.10"},
+			err: "MiniCluster burst-a is a burst child (spec.flux.bursting.leadBroker is set)"},
+		{name: "a federation that cannot work, without an endpoint", args: []string{"-f", brokerConfig},
+			err: "MiniCluster r cannot burst: spec.flux.brokerConfig: cannot be combined with bursts that name a cluster"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			err := run(context.Background(), append([]string{"plan"}, tt.args...), &bytes.Buffer{}, &stderr)
+			if tt.usage != "" {
+				require.ErrorIs(t, err, errUsage)
+				require.Contains(t, stderr.String(), tt.usage)
+				return
+			}
+			require.ErrorContains(t, err, tt.err)
+		})
+	}
+
+	// A burst child alone still plans as before.
+	var stdout bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"plan", "-f", child}, &stdout, &bytes.Buffer{}))
+	require.Contains(t, stdout.String(), "burst child of bursting-root (lead broker 192.0.2.10:30093)")
+}
