@@ -316,7 +316,7 @@ func TestFollowerBrokerRuns(t *testing.T) {
 			mc := s.miniCluster("f", func(spec *fluxv1alpha2.MiniClusterSpec) {
 				spec.Size = 2
 				spec.Flux.CompleteWorkers = tt.complete
-				spec.Containers[0].Command = "never on a follower"
+				spec.Containers[0].Commands.Script = "#!/bin/sh\necho task-ran\n"
 				spec.Containers[0].Commands.WorkerPre = "echo worker-pre-ran"
 			})
 			got, err := Render(mc, Inputs{Hostlist: "f-[0-1]", Quorum: 2, Follower: tt.follower})
@@ -327,6 +327,11 @@ func TestFollowerBrokerRuns(t *testing.T) {
 			})
 			require.Equal(t, tt.wantRC, exitCode(t, err), out)
 			require.Contains(t, out, "worker-pre-ran")
+			// The job's tasks run commands.script on whichever node they land on, burst
+			// nodes included: every broker pod writes it.
+			script, err := os.ReadFile(filepath.Join(s.mount, "fluxfed/job-script"))
+			require.NoError(t, err)
+			require.Equal(t, "#!/bin/sh\necho task-ran", strings.TrimSpace(string(script)))
 			calls := s.starts(t)
 			require.Len(t, calls, tt.wantCalls)
 			for _, c := range calls {

@@ -453,13 +453,19 @@ func fluxScriptData(mc *fluxv1alpha2.MiniCluster, i int, in Inputs) (fluxScript,
 	}
 	d.BrokerOptions = brokerOptions(mc, m, in)
 
+	// commands.script is written on every pod, a burst child's included: the job's tasks run it
+	// on whichever nodes they land on.
+	script := c.Commands.Script
+	if script != "" {
+		d.JobScript = script
+		d.JobScriptDelimiter = heredocDelimiter("FLUXFED_SCRIPT_EOF", script)
+	}
 	if in.Follower {
 		return d, nil
 	}
 	d.Archive = spec.Archive.Path
 
 	// The lead broker's initial program, if any.
-	script := c.Commands.Script
 	command := c.Command
 	batch := c.Batch || c.BatchRaw
 	switch {
@@ -494,8 +500,6 @@ func fluxScriptData(mc *fluxv1alpha2.MiniCluster, i int, in Inputs) (fluxScript,
 
 	var job []string
 	if script != "" {
-		d.JobScript = script
-		d.JobScriptDelimiter = heredocDelimiter("FLUXFED_SCRIPT_EOF", script)
 		if strings.HasPrefix(script, "#!") {
 			job = []string{m + jobScriptPath}
 		} else {
