@@ -50,10 +50,12 @@ const (
 
 // Reconciler turns MiniClusters into their Flux instance on this cluster.
 type Reconciler struct {
-	client   client.Client
-	recorder events.EventRecorder
-	entropy  io.Reader
-	clock    func() time.Time
+	client client.Client
+	// apiReader reads from the API server, past the label-filtered cache.
+	apiReader client.Reader
+	recorder  events.EventRecorder
+	entropy   io.Reader
+	clock     func() time.Time
 	// statusWrittenAt maps a MiniCluster's key to the resourceVersion it had when its status was
 	// last written. A reconcile that starts from that same version reads a cache that has not
 	// seen the write yet; it must not write the same status again.
@@ -73,10 +75,11 @@ type Reconciler struct {
 // limited to fluxfed's objects with CacheByObject, or it watches every Secret of the cluster.
 func Setup(mgr ctrl.Manager, opts Options) error {
 	r := &Reconciler{
-		client:   mgr.GetClient(),
-		recorder: mgr.GetEventRecorder(fluxv1alpha2.FieldOwnerMember),
-		entropy:  opts.Entropy,
-		clock:    opts.Clock,
+		client:    mgr.GetClient(),
+		apiReader: mgr.GetAPIReader(),
+		recorder:  mgr.GetEventRecorder(fluxv1alpha2.FieldOwnerMember),
+		entropy:   opts.Entropy,
+		clock:     opts.Clock,
 	}
 	if r.entropy == nil {
 		r.entropy = rand.Reader

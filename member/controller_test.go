@@ -470,3 +470,20 @@ func TestDeletingTheMiniClusterLeavesNothingBehind(t *testing.T) {
 		require.Zero(c, count(c))
 	}, 60*time.Second, 200*time.Millisecond)
 }
+
+func TestASecretOfSomeoneElseIsNotTakenForTheCertificate(t *testing.T) {
+	h := startManager(t)
+	ctx := context.Background()
+	ns := h.namespace(t)
+	mc := newMiniCluster(ns, "squatted", 1)
+	// Not labelled, so outside the reconciler's cache: only the API server knows it exists.
+	require.NoError(t, h.c.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: render.CurveSecretName(mc), Namespace: ns},
+		StringData: map[string]string{"password": "hunter2"},
+	}))
+	require.NoError(t, h.c.Create(ctx, mc))
+	h.waitCondition(t, mc, fluxv1alpha2.ConditionFailed, metav1.ConditionTrue, fluxv1alpha2.ReasonApplyFailed)
+	h.get(t, mc)
+	require.Contains(t, meta.FindStatusCondition(mc.Status.Conditions, fluxv1alpha2.ConditionFailed).Message,
+		"Secret squatted-curve exists and does not belong to this MiniCluster")
+}

@@ -49,8 +49,22 @@ func (r *Reconciler) ensureCurveSecret(ctx context.Context, mc *fluxv1alpha2.Min
 		return nil, fmt.Errorf("owning the curve Secret: %w", err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Creating the CURVE certificate Secret", "secret", key.Name)
-	if err := r.client.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
+	err = r.client.Create(ctx, secret)
+	switch {
+	case err == nil:
+		return nil, nil
+	case !apierrors.IsAlreadyExists(err):
 		return nil, fmt.Errorf("creating the curve Secret: %w", err)
+	}
+	// The cache holds only Secrets with the MiniCluster label, so a Secret it did not show may
+	// be ours (created by a reconcile the cache has not caught up with) or someone else's.
+	// Only the API server can tell.
+	if err := r.apiReader.Get(ctx, key, existing); err != nil {
+		return nil, fmt.Errorf("reading the curve Secret: %w", err)
+	}
+	if owner := metav1.GetControllerOf(existing); owner == nil || owner.UID != mc.UID {
+		return &failure{reason: fluxv1alpha2.ReasonApplyFailed, message: fmt.Sprintf(
+			"Secret %s exists and does not belong to this MiniCluster; delete it or rename the MiniCluster", key.Name)}, nil
 	}
 	return nil, nil
 }
