@@ -169,7 +169,8 @@ func (r *Reconciler) reconcileObjects(ctx context.Context, mc *fluxv1alpha2.Mini
 			obs.failure = fail
 			return obs, err
 		}
-		if applied != nil && applied.GetKind() == "Job" {
+		// The services Job is a Job too; the status follows the brokers' Job only.
+		if applied != nil && applied.GetKind() == "Job" && applied.GetName() == render.JobName(mc) {
 			if obs.job, err = toJob(applied); err != nil {
 				return obs, err
 			}
