@@ -30,8 +30,21 @@
 // produce a name it cannot read back, parsing fails instead with a
 // [*SyntaxError] that names the byte position: a second bracket group in one
 // name, spaces, signs or letters inside brackets, a range without an upper
-// bound (n[1-]), a number beyond 64 bits, a name longer than 255 bytes, a
-// character outside printable ASCII (a newline, say).
+// bound (n[1-]), a ']' outside a pair of brackets (a]b[1], n[1]]: libhostlist
+// keeps it in the name, and after n[1]] stops splitting the list at commas),
+// a number beyond 64 bits, a name longer than 255 bytes, a character outside
+// printable ASCII (a newline, say), and, before a suffix, an id written 20 or
+// more digits wider than the first id of its list (libhostlist cuts those
+// names short: n[1,000000000000000000001]x).
+//
+// Where libhostlist is plainly wrong this package does not copy it: it joins
+// n18446744073709551615 and n0 into one broken range, loops forever on a
+// range that ends at 18446744073709551615 before a suffix, sorts numbers
+// 2^31 or more apart by a truncated difference (and may then fail an
+// assertion or lose hosts), drops a lone name whose trailing number is beyond
+// 64 bits, and its find misses n10000000001 in n1[0000000000-0000000001]
+// (ten or more digits after a prefix that ends in a digit) but matches a
+// number beyond 64 bits as if it were 18446744073709551615.
 //
 // RFC 29 says the padding of the first id applies to the whole id list
 // ([005,4] would be 005,004); libhostlist, and so this package, pads each

@@ -58,6 +58,9 @@ func TestExpand(t *testing.T) {
 		{"largest numbers", "n[18446744073709551614-18446744073709551615]", []string{"n18446744073709551614", "n18446744073709551615"}},
 		{"largest number without brackets", "n18446744073709551615", []string{"n18446744073709551615"}},
 		{"digits around brackets", "n1[8-9]0", []string{"n180", "n190"}},
+		{"suffix after an id 19 digits wider than the first", "n[1,00000000000000000001]x", []string{"n1x", "n00000000000000000001x"}},
+		{"suffix after ids narrower than the first", "n[000000000000000000001,2]x", []string{"n000000000000000000001x", "n2x"}},
+		{"wide id without a suffix", "n[1,000000000000000000001]", []string{"n1", "n000000000000000000001"}},
 		{"largest number split by brackets", "n1844674407370955161[4-5]", []string{"n18446744073709551614", "n18446744073709551615"}},
 		{"long zero padding", "n[0000000000000000000000001]", []string{"n0000000000000000000000001"}},
 		{"many leading zeros without brackets", "n000000000000000000000000007", []string{"n000000000000000000000000007"}},
@@ -123,6 +126,9 @@ func TestExpandErrors(t *testing.T) {
 		{"name too long", "x," + long, 2, "longer than 255 bytes"},
 		{"generated name too long", long[:254] + "[1-10]", 0, "longer than 255 bytes"},
 		{"too many ranges", "n[" + strings.Repeat("0,", maxBracketRanges) + "0]", 2 + 2*maxBracketRanges, "more than 10240 ranges"},
+		{"closing bracket after list swallows the rest", "n[1]],a", 4, "unmatched ']'"},
+		{"suffix after an id 20 digits wider than the first", "n[1,000000000000000000001]x", 4, "20 or more digits wider than the first id"},
+		{"suffix after a wide id in a later range", "n[01-02,3,0000000000000000000000004-5]-ib", 10, "20 or more digits wider than the first id"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

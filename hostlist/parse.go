@@ -197,6 +197,14 @@ func (p *parser) addIDs(pos int, prefix, suffix string) error {
 			}
 			continue
 		}
+		// libhostlist writes the names of an expression with a suffix into
+		// a buffer sized for the first id of the list, so it cuts the end
+		// off the names of an id written 20 or more digits wider than the
+		// first: n[1,000000000000000000001]x reads as
+		// n1x,n000000000000000000001.
+		if id.width >= p.ids[0].width+20 {
+			return p.errorf(id.pos, "id %s is written 20 or more digits wider than the first id of the list, and libhostlist cuts its names short before a suffix", p.input[id.pos:id.pos+id.width])
+		}
 		// libhostlist keeps each host with a suffix as an opaque name.
 		if err := p.checkSize(id.pos, int(id.hi-id.lo+1)); err != nil {
 			return err
