@@ -1,8 +1,8 @@
-// Package hub will hold the federation reconciler. Until it does, this test pins down the
-// multicluster-runtime behaviour the hub is designed around, at the versions go.mod pins: members
-// registered as labelled kubeconfig Secrets are engaged with a cache that knows MiniClusters,
-// and deleting the Secret disengages the member.
 package hub
+
+// This test pins down the multicluster-runtime behaviour the hub is designed around, at the
+// versions go.mod pins: members registered as labelled kubeconfig Secrets are engaged with a
+// cache that knows MiniClusters, and deleting the Secret disengages the member.
 
 import (
 	"context"
