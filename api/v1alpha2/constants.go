@@ -102,6 +102,10 @@ const (
 	// ReasonMemberUnreachable (Bursting=False, BurstsReady=False): a member cluster did not
 	// answer.
 	ReasonMemberUnreachable = "MemberUnreachable"
+	// ReasonKubeconfigRefused (Bursting=False): the member's kubeconfig Secret asks for something
+	// the hub does not run (an exec plugin, credential files, insecure TLS, ...); the message
+	// says what.
+	ReasonKubeconfigRefused = "KubeconfigRefused"
 	// ReasonInvalidFederation (Bursting=False): the bursts cannot be planned, for example
 	// because the hostlist would not fit Flux's rules.
 	ReasonInvalidFederation = "InvalidFederation"

@@ -1,0 +1,280 @@
+package hub
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+)
+
+var (
+	statusEarlier = metav1.NewTime(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
+	statusNow     = metav1.NewTime(time.Date(2025, 1, 2, 0, 0, 0, 0, time.UTC))
+	addressed     = &fluxv1alpha2.LeadBrokerStatus{Address: "203.0.113.7", Port: 30093}
+)
+
+func statusRoot(conditions ...metav1.Condition) *fluxv1alpha2.MiniCluster {
+	mc := &fluxv1alpha2.MiniCluster{ObjectMeta: metav1.ObjectMeta{Name: "flux-sample", Namespace: "hpc", Generation: 3}}
+	mc.Status.Conditions = conditions
+	return mc
+}
+
+// child is a child MiniCluster as read back from a member, with ready brokers and its Ready
+// condition.
+func child(ready int32, readyCond metav1.ConditionStatus) *fluxv1alpha2.MiniCluster {
+	mc := &fluxv1alpha2.MiniCluster{}
+	mc.Status.Ready = ready
+	mc.Status.Conditions = []metav1.Condition{{Type: fluxv1alpha2.ConditionReady, Status: readyCond, Reason: "Test"}}
+	return mc
+}
+
+func obs(name string, size int32) BurstObservation {
+	return BurstObservation{Name: name, Cluster: "member-" + name, Namespace: "hpc", Size: size}
+}
+
+func (o BurstObservation) with(mutate func(*BurstObservation)) BurstObservation {
+	mutate(&o)
+	return o
+}
+
+func TestStatusBurstPhases(t *testing.T) {
+	failedChild := child(0, metav1.ConditionFalse)
+	failedChild.Status.Conditions = append(failedChild.Status.Conditions, metav1.Condition{
+		Type: fluxv1alpha2.ConditionFailed, Status: metav1.ConditionTrue, Reason: fluxv1alpha2.ReasonJobFailed, Message: "BackoffLimitExceeded"})
+	tests := []struct {
+		name      string
+		obs       BurstObservation
+		wantPhase fluxv1alpha2.BurstPhase
+		wantReady int32
+		wantMsg   string
+	}{
+		{name: "not applied yet", obs: obs("a", 2), wantPhase: fluxv1alpha2.BurstPending, wantMsg: "the child MiniCluster is not applied yet"},
+		{name: "member unreachable", obs: obs("a", 2).with(func(o *BurstObservation) {
+			o.Err, o.ErrReason = errors.New("dial tcp: i/o timeout"), fluxv1alpha2.ReasonMemberUnreachable
+		}), wantPhase: fluxv1alpha2.BurstUnreachable, wantMsg: "member member-a is unreachable: dial tcp: i/o timeout"},
+		{name: "member not registered", obs: obs("a", 2).with(func(o *BurstObservation) {
+			o.Err, o.ErrReason = errors.New("no such cluster"), fluxv1alpha2.ReasonMemberNotFound
+		}), wantPhase: fluxv1alpha2.BurstUnreachable, wantMsg: "member member-a is not registered: no such cluster"},
+		{name: "apply refused", obs: obs("a", 2).with(func(o *BurstObservation) {
+			o.Err, o.ErrReason = errors.New("forbidden"), fluxv1alpha2.ReasonApplyFailed
+		}), wantPhase: fluxv1alpha2.BurstFailed, wantMsg: "ApplyFailed: forbidden"},
+		{name: "kubeconfig refused", obs: obs("a", 2).with(func(o *BurstObservation) {
+			o.Err, o.ErrReason = errors.New("exec plugin not allowed"), fluxv1alpha2.ReasonKubeconfigRefused
+		}), wantPhase: fluxv1alpha2.BurstFailed, wantMsg: "KubeconfigRefused: exec plugin not allowed"},
+		{name: "error without a reason is an apply failure", obs: obs("a", 2).with(func(o *BurstObservation) {
+			o.Err = errors.New("boom")
+		}), wantPhase: fluxv1alpha2.BurstFailed, wantMsg: "ApplyFailed: boom"},
+		{name: "error wins over an existing child", obs: obs("a", 2).with(func(o *BurstObservation) {
+			o.Err, o.ErrReason, o.Child = errors.New("forbidden"), fluxv1alpha2.ReasonApplyFailed, child(2, metav1.ConditionTrue)
+		}), wantPhase: fluxv1alpha2.BurstFailed, wantReady: 2, wantMsg: "ApplyFailed: forbidden"},
+		{name: "applied, brokers starting", obs: obs("a", 4).with(func(o *BurstObservation) { o.Child = child(1, metav1.ConditionFalse) }),
+			wantPhase: fluxv1alpha2.BurstApplied, wantReady: 1, wantMsg: "1 of 4 brokers ready"},
+		{name: "applied, no status yet", obs: obs("a", 4).with(func(o *BurstObservation) { o.Child = &fluxv1alpha2.MiniCluster{} }),
+			wantPhase: fluxv1alpha2.BurstApplied, wantMsg: "0 of 4 brokers ready"},
+		{name: "all ready but Ready condition not True yet", obs: obs("a", 4).with(func(o *BurstObservation) { o.Child = child(4, metav1.ConditionFalse) }),
+			wantPhase: fluxv1alpha2.BurstApplied, wantReady: 4, wantMsg: "4 of 4 brokers ready"},
+		{name: "ready", obs: obs("a", 4).with(func(o *BurstObservation) { o.Child = child(4, metav1.ConditionTrue) }),
+			wantPhase: fluxv1alpha2.BurstReady, wantReady: 4, wantMsg: "4 of 4 brokers ready"},
+		{name: "child failed", obs: obs("a", 4).with(func(o *BurstObservation) { o.Child = failedChild }),
+			wantPhase: fluxv1alpha2.BurstFailed, wantMsg: "the child MiniCluster failed (JobFailed): BackoffLimitExceeded"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			bursts, _ := ComputeFederationStatus(statusRoot(), []BurstObservation{tt.obs}, addressed, fluxv1alpha2.ReasonAddressAssigned, nil, statusNow)
+			want := []fluxv1alpha2.BurstStatus{{
+				Name: tt.obs.Name, Cluster: tt.obs.Cluster, Namespace: tt.obs.Namespace, Size: tt.obs.Size,
+				Phase: tt.wantPhase, Ready: tt.wantReady, Message: tt.wantMsg,
+			}}
+			require.Empty(t, cmp.Diff(want, bursts))
+		})
+	}
+}
+
+func TestStatusConditions(t *testing.T) {
+	unreachable := func(o *BurstObservation) {
+		o.Err, o.ErrReason = errors.New("dial tcp: i/o timeout"), fluxv1alpha2.ReasonMemberUnreachable
+	}
+	notFound := func(o *BurstObservation) {
+		o.Err, o.ErrReason = errors.New("not registered"), fluxv1alpha2.ReasonMemberNotFound
+	}
+	applyFailed := func(o *BurstObservation) {
+		o.Err, o.ErrReason = errors.New("forbidden"), fluxv1alpha2.ReasonApplyFailed
+	}
+	ready := func(o *BurstObservation) { o.Child = child(o.Size, metav1.ConditionTrue) }
+	starting := func(o *BurstObservation) { o.Child = child(0, metav1.ConditionFalse) }
+
+	type cond struct {
+		status  metav1.ConditionStatus
+		reason  string
+		message string
+	}
+	tests := []struct {
+		name            string
+		bursts          []BurstObservation
+		wantBursting    cond
+		wantBurstsReady cond
+	}{
+		{
+			name:            "all ready",
+			bursts:          []BurstObservation{obs("a", 2).with(ready), obs("b", 1).with(ready)},
+			wantBursting:    cond{metav1.ConditionTrue, fluxv1alpha2.ReasonBurstsApplied, "2 of 2 bursts applied"},
+			wantBurstsReady: cond{metav1.ConditionTrue, fluxv1alpha2.ReasonAllBurstsReady, "2 of 2 bursts ready"},
+		},
+		{
+			name:            "applied, some not ready",
+			bursts:          []BurstObservation{obs("a", 2).with(ready), obs("b", 1).with(starting), obs("c", 1).with(ready)},
+			wantBursting:    cond{metav1.ConditionTrue, fluxv1alpha2.ReasonBurstsApplied, "3 of 3 bursts applied"},
+			wantBurstsReady: cond{metav1.ConditionFalse, fluxv1alpha2.ReasonBurstsNotReady, "2 of 3 bursts ready; not ready: b"},
+		},
+		{
+			name:            "pending",
+			bursts:          []BurstObservation{obs("a", 2).with(ready), obs("b", 1)},
+			wantBursting:    cond{metav1.ConditionFalse, fluxv1alpha2.ReasonBurstsPending, "1 of 2 bursts applied; b on member-b: not applied yet"},
+			wantBurstsReady: cond{metav1.ConditionFalse, fluxv1alpha2.ReasonBurstsNotReady, "1 of 2 bursts ready; not ready: b"},
+		},
+		{
+			name:            "member not found",
+			bursts:          []BurstObservation{obs("a", 2).with(notFound)},
+			wantBursting:    cond{metav1.ConditionFalse, fluxv1alpha2.ReasonMemberNotFound, "0 of 1 bursts applied; a on member-a: not registered"},
+			wantBurstsReady: cond{metav1.ConditionFalse, fluxv1alpha2.ReasonBurstsNotReady, "0 of 1 bursts ready; not ready: a"},
+		},
+		{
+			name:            "member unreachable",
+			bursts:          []BurstObservation{obs("a", 2).with(ready), obs("b", 1).with(unreachable)},
+			wantBursting:    cond{metav1.ConditionFalse, fluxv1alpha2.ReasonMemberUnreachable, "1 of 2 bursts applied; b on member-b: dial tcp: i/o timeout"},
+			wantBurstsReady: cond{metav1.ConditionFalse, fluxv1alpha2.ReasonMemberUnreachable, "1 of 2 bursts ready; not ready: b"},
+		},
+		{
+			name:            "apply failed",
+			bursts:          []BurstObservation{obs("a", 2).with(applyFailed)},
+			wantBursting:    cond{metav1.ConditionFalse, fluxv1alpha2.ReasonApplyFailed, "0 of 1 bursts applied; a on member-a: forbidden"},
+			wantBurstsReady: cond{metav1.ConditionFalse, fluxv1alpha2.ReasonBurstsNotReady, "0 of 1 bursts ready; not ready: a"},
+		},
+		{
+			name:            "the first failing burst gives the reason, a pending one does not hide it",
+			bursts:          []BurstObservation{obs("a", 2), obs("b", 1).with(applyFailed), obs("c", 1).with(unreachable)},
+			wantBursting:    cond{metav1.ConditionFalse, fluxv1alpha2.ReasonApplyFailed, "0 of 3 bursts applied; a on member-a: not applied yet; b on member-b: forbidden; c on member-c: dial tcp: i/o timeout"},
+			wantBurstsReady: cond{metav1.ConditionFalse, fluxv1alpha2.ReasonMemberUnreachable, "0 of 3 bursts ready; not ready: a, b, c"},
+		},
+		{
+			name:            "reserved bursts are not counted",
+			bursts:          []BurstObservation{obs("a", 2).with(ready), {Name: "r", Size: 4, Reserved: true}},
+			wantBursting:    cond{metav1.ConditionTrue, fluxv1alpha2.ReasonBurstsApplied, "1 of 1 bursts applied"},
+			wantBurstsReady: cond{metav1.ConditionTrue, fluxv1alpha2.ReasonAllBurstsReady, "1 of 1 bursts ready"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, conditions := ComputeFederationStatus(statusRoot(), tt.bursts, addressed, fluxv1alpha2.ReasonAddressAssigned, nil, statusNow)
+			want := []metav1.Condition{
+				{Type: fluxv1alpha2.ConditionBursting, Status: tt.wantBursting.status, Reason: tt.wantBursting.reason, Message: tt.wantBursting.message,
+					ObservedGeneration: 3, LastTransitionTime: statusNow},
+				{Type: fluxv1alpha2.ConditionBurstsReady, Status: tt.wantBurstsReady.status, Reason: tt.wantBurstsReady.reason, Message: tt.wantBurstsReady.message,
+					ObservedGeneration: 3, LastTransitionTime: statusNow},
+				{Type: fluxv1alpha2.ConditionLeadBrokerReachable, Status: metav1.ConditionTrue, Reason: fluxv1alpha2.ReasonAddressAssigned,
+					Message: "the lead broker is reachable at 203.0.113.7:30093", ObservedGeneration: 3, LastTransitionTime: statusNow},
+			}
+			require.Empty(t, cmp.Diff(want, conditions))
+		})
+	}
+}
+
+func TestStatusLeadBrokerReachable(t *testing.T) {
+	tests := []struct {
+		name        string
+		lead        *fluxv1alpha2.LeadBrokerStatus
+		leadReason  string
+		leadErr     error
+		wantStatus  metav1.ConditionStatus
+		wantReason  string
+		wantMessage string
+	}{
+		{name: "address assigned", lead: addressed, leadReason: fluxv1alpha2.ReasonAddressAssigned,
+			wantStatus: metav1.ConditionTrue, wantReason: fluxv1alpha2.ReasonAddressAssigned, wantMessage: "the lead broker is reachable at 203.0.113.7:30093"},
+		{name: "address overridden", lead: &fluxv1alpha2.LeadBrokerStatus{Address: "lead.example.org", Port: 8050}, leadReason: fluxv1alpha2.ReasonAddressOverridden,
+			wantStatus: metav1.ConditionTrue, wantReason: fluxv1alpha2.ReasonAddressOverridden, wantMessage: "the lead broker is reachable at lead.example.org:8050"},
+		{name: "address pending", leadReason: fluxv1alpha2.ReasonAddressPending, leadErr: errors.New("the load balancer has no ingress yet"),
+			wantStatus: metav1.ConditionFalse, wantReason: fluxv1alpha2.ReasonAddressPending, wantMessage: "the load balancer has no ingress yet"},
+		{name: "error without a reason", leadErr: errors.New("no node address"),
+			wantStatus: metav1.ConditionFalse, wantReason: fluxv1alpha2.ReasonAddressPending, wantMessage: "no node address"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, conditions := ComputeFederationStatus(statusRoot(), []BurstObservation{obs("a", 1)}, tt.lead, tt.leadReason, tt.leadErr, statusNow)
+			got := meta.FindStatusCondition(conditions, fluxv1alpha2.ConditionLeadBrokerReachable)
+			require.NotNil(t, got)
+			require.Equal(t, metav1.Condition{
+				Type: fluxv1alpha2.ConditionLeadBrokerReachable, Status: tt.wantStatus, Reason: tt.wantReason, Message: tt.wantMessage,
+				ObservedGeneration: 3, LastTransitionTime: statusNow,
+			}, *got)
+		})
+	}
+}
+
+func TestStatusNoPushedBursts(t *testing.T) {
+	for name, bursts := range map[string][]BurstObservation{
+		"no bursts":          nil,
+		"only reserved ones": {{Name: "r", Size: 4, Reserved: true}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			root := statusRoot(metav1.Condition{Type: fluxv1alpha2.ConditionBursting, Status: metav1.ConditionTrue, Reason: fluxv1alpha2.ReasonBurstsApplied})
+			statuses, conditions := ComputeFederationStatus(root, bursts, nil, "", errors.New("no address"), statusNow)
+			require.Nil(t, statuses)
+			require.Nil(t, conditions)
+		})
+	}
+}
+
+func TestStatusTransitionTimes(t *testing.T) {
+	root := statusRoot(
+		metav1.Condition{Type: fluxv1alpha2.ConditionReady, Status: metav1.ConditionTrue, Reason: fluxv1alpha2.ReasonPodsReady, LastTransitionTime: statusEarlier},
+		metav1.Condition{Type: fluxv1alpha2.ConditionBursting, Status: metav1.ConditionTrue, Reason: fluxv1alpha2.ReasonBurstsApplied,
+			Message: "old", ObservedGeneration: 2, LastTransitionTime: statusEarlier},
+		metav1.Condition{Type: fluxv1alpha2.ConditionBurstsReady, Status: metav1.ConditionTrue, Reason: fluxv1alpha2.ReasonAllBurstsReady,
+			ObservedGeneration: 2, LastTransitionTime: statusEarlier},
+	)
+	bursts := []BurstObservation{obs("a", 2).with(func(o *BurstObservation) { o.Child = child(1, metav1.ConditionFalse) })}
+	_, conditions := ComputeFederationStatus(root, bursts, addressed, fluxv1alpha2.ReasonAddressAssigned, nil, statusNow)
+
+	// Bursting stays True: its time is kept, the rest is refreshed. BurstsReady turned False and
+	// LeadBrokerReachable is new: both are stamped now. The member's Ready is not returned.
+	require.Equal(t, []string{fluxv1alpha2.ConditionBursting, fluxv1alpha2.ConditionBurstsReady, fluxv1alpha2.ConditionLeadBrokerReachable},
+		conditionTypes(conditions))
+	bursting := meta.FindStatusCondition(conditions, fluxv1alpha2.ConditionBursting)
+	require.Equal(t, statusEarlier, bursting.LastTransitionTime)
+	require.Equal(t, "1 of 1 bursts applied", bursting.Message)
+	require.Equal(t, int64(3), bursting.ObservedGeneration)
+	require.Equal(t, statusNow, meta.FindStatusCondition(conditions, fluxv1alpha2.ConditionBurstsReady).LastTransitionTime)
+	require.Equal(t, statusNow, meta.FindStatusCondition(conditions, fluxv1alpha2.ConditionLeadBrokerReachable).LastTransitionTime)
+
+	// The input is not modified.
+	require.Equal(t, "old", meta.FindStatusCondition(root.Status.Conditions, fluxv1alpha2.ConditionBursting).Message)
+}
+
+func TestStatusDeclaredOrder(t *testing.T) {
+	bursts := []BurstObservation{obs("zeta", 1), {Name: "reserved", Size: 2, Reserved: true}, obs("alpha", 1), obs("mid", 1)}
+	for range 5 {
+		statuses, conditions := ComputeFederationStatus(statusRoot(), bursts, addressed, "", nil, statusNow)
+		names := make([]string, 0, len(statuses))
+		for _, s := range statuses {
+			names = append(names, s.Name)
+		}
+		require.Equal(t, []string{"zeta", "alpha", "mid"}, names)
+		require.Equal(t, "0 of 3 bursts ready; not ready: zeta, alpha, mid",
+			meta.FindStatusCondition(conditions, fluxv1alpha2.ConditionBurstsReady).Message)
+	}
+}
+
+func conditionTypes(conditions []metav1.Condition) []string {
+	types := make([]string, 0, len(conditions))
+	for _, c := range conditions {
+		types = append(types, c.Type)
+	}
+	return types
+}
