@@ -144,7 +144,11 @@ func checkCurrent(kc *clientcmdapi.Config) error {
 	if kctx.Cluster == "" || !ok || clusterEntry == nil {
 		return &RefusedError{Subject: contextSubject, Field: fieldContextCluster, Reason: "names cluster " + quoteName(kctx.Cluster) + ", which is not defined", Hint: hintFix}
 	}
-	if err := checkCluster("cluster "+quoteName(kctx.Cluster), clusterEntry); err != nil {
+	cluster := clusterSettings{
+		server: clusterEntry.Server, insecure: clusterEntry.InsecureSkipTLSVerify,
+		caFile: clusterEntry.CertificateAuthority, proxy: clusterEntry.ProxyURL != "",
+	}
+	if err := checkCluster("cluster "+quoteName(kctx.Cluster), cluster); err != nil {
 		return err
 	}
 	if kctx.AuthInfo == "" {
@@ -154,7 +158,11 @@ func checkCurrent(kc *clientcmdapi.Config) error {
 	if !ok || user == nil {
 		return &RefusedError{Subject: contextSubject, Field: fieldContextUser, Reason: "names user " + quoteName(kctx.AuthInfo) + ", which is not defined", Hint: hintFix}
 	}
-	return checkUser("user "+quoteName(kctx.AuthInfo), user)
+	return checkUser("user "+quoteName(kctx.AuthInfo), userSettings{
+		exec: user.Exec != nil, authProvider: user.AuthProvider != nil,
+		tokenFile: user.TokenFile, certFile: user.ClientCertificate, keyFile: user.ClientKey,
+		username: user.Username, password: user.Password,
+	})
 }
 
 // maxName and maxCause bound what a message quotes from the kubeconfig, so that a refusal fits in
@@ -172,36 +180,52 @@ func quoteName(name string) string {
 	return strconv.Quote(name)
 }
 
-func checkCluster(subject string, c *clientcmdapi.Cluster) error {
-	if err := checkServer(subject, c.Server); err != nil {
+// clusterSettings are the parts of a cluster the rules look at, read from a kubeconfig entry or
+// from a rest.Config, so that Check and CheckRESTConfig apply one set of rules.
+type clusterSettings struct {
+	server   string
+	insecure bool
+	caFile   string
+	proxy    bool
+}
+
+// userSettings are the parts of a user the rules look at; see clusterSettings.
+type userSettings struct {
+	exec, authProvider           bool
+	tokenFile, certFile, keyFile string
+	username, password           string
+}
+
+func checkCluster(subject string, c clusterSettings) error {
+	if err := checkServer(subject, c.server); err != nil {
 		return err
 	}
 	switch {
-	case c.InsecureSkipTLSVerify:
+	case c.insecure:
 		return &RefusedError{Subject: subject, Field: fieldInsecure, Reason: reasonInsecure, Hint: hintTLS}
-	case c.CertificateAuthority != "":
+	case c.caFile != "":
 		return &RefusedError{Subject: subject, Field: fieldCertificateAuthority, Reason: reasonCertificateAuthority, Hint: hintInline}
-	case c.ProxyURL != "":
+	case c.proxy:
 		return &RefusedError{Subject: subject, Field: fieldProxyURL, Reason: reasonProxy, Hint: hintHubEgress}
 	}
 	return nil
 }
 
-func checkUser(subject string, u *clientcmdapi.AuthInfo) error {
+func checkUser(subject string, u userSettings) error {
 	switch {
-	case u.Exec != nil:
+	case u.exec:
 		return &RefusedError{Subject: subject, Field: fieldExec, Reason: reasonExec, Hint: hintCredentials}
-	case u.AuthProvider != nil:
+	case u.authProvider:
 		return &RefusedError{Subject: subject, Field: fieldAuthProvider, Reason: reasonAuthProvider, Hint: hintCredentials}
-	case u.TokenFile != "":
+	case u.tokenFile != "":
 		return &RefusedError{Subject: subject, Field: fieldTokenFile, Reason: reasonTokenFile, Hint: hintInline}
-	case u.ClientCertificate != "":
+	case u.certFile != "":
 		return &RefusedError{Subject: subject, Field: fieldClientCertificate, Reason: reasonClientCertificate, Hint: hintInline}
-	case u.ClientKey != "":
+	case u.keyFile != "":
 		return &RefusedError{Subject: subject, Field: fieldClientKey, Reason: reasonClientKey, Hint: hintInline}
-	case u.Username != "":
+	case u.username != "":
 		return &RefusedError{Subject: subject, Field: fieldUsername, Reason: reasonBasicAuth, Hint: hintCredentials}
-	case u.Password != "":
+	case u.password != "":
 		return &RefusedError{Subject: subject, Field: fieldPassword, Reason: reasonBasicAuth, Hint: hintCredentials}
 	}
 	return nil
@@ -238,30 +262,13 @@ func CheckRESTConfig(cfg *rest.Config) error {
 	if cfg == nil {
 		return &RefusedError{Subject: subjectKubeconfig, Reason: "gives no client configuration", Hint: hintFix}
 	}
-	if err := checkServer(subjectCluster, cfg.Host); err != nil {
+	cluster := clusterSettings{server: cfg.Host, insecure: cfg.Insecure, caFile: cfg.CAFile, proxy: cfg.Proxy != nil}
+	if err := checkCluster(subjectCluster, cluster); err != nil {
 		return err
 	}
-	switch {
-	case cfg.Insecure:
-		return &RefusedError{Subject: subjectCluster, Field: fieldInsecure, Reason: reasonInsecure, Hint: hintTLS}
-	case cfg.CAFile != "":
-		return &RefusedError{Subject: subjectCluster, Field: fieldCertificateAuthority, Reason: reasonCertificateAuthority, Hint: hintInline}
-	case cfg.Proxy != nil:
-		return &RefusedError{Subject: subjectCluster, Field: fieldProxyURL, Reason: reasonProxy, Hint: hintHubEgress}
-	case cfg.ExecProvider != nil:
-		return &RefusedError{Subject: subjectUser, Field: fieldExec, Reason: reasonExec, Hint: hintCredentials}
-	case cfg.AuthProvider != nil:
-		return &RefusedError{Subject: subjectUser, Field: fieldAuthProvider, Reason: reasonAuthProvider, Hint: hintCredentials}
-	case cfg.BearerTokenFile != "":
-		return &RefusedError{Subject: subjectUser, Field: fieldTokenFile, Reason: reasonTokenFile, Hint: hintInline}
-	case cfg.CertFile != "":
-		return &RefusedError{Subject: subjectUser, Field: fieldClientCertificate, Reason: reasonClientCertificate, Hint: hintInline}
-	case cfg.KeyFile != "":
-		return &RefusedError{Subject: subjectUser, Field: fieldClientKey, Reason: reasonClientKey, Hint: hintInline}
-	case cfg.Username != "":
-		return &RefusedError{Subject: subjectUser, Field: fieldUsername, Reason: reasonBasicAuth, Hint: hintCredentials}
-	case cfg.Password != "":
-		return &RefusedError{Subject: subjectUser, Field: fieldPassword, Reason: reasonBasicAuth, Hint: hintCredentials}
-	}
-	return nil
+	return checkUser(subjectUser, userSettings{
+		exec: cfg.ExecProvider != nil, authProvider: cfg.AuthProvider != nil,
+		tokenFile: cfg.BearerTokenFile, certFile: cfg.CertFile, keyFile: cfg.KeyFile,
+		username: cfg.Username, password: cfg.Password,
+	})
 }
