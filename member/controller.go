@@ -17,12 +17,15 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/member/render"
@@ -97,9 +100,20 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Owns(&batchv1.Job{}).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.ConfigMap{}).
-		Owns(&corev1.Secret{}).
+		// A child's CURVE Secret is pushed by the hub and owned by no one at first: Secrets are
+		// mapped to their MiniCluster by label, which covers the Secrets the reconciler owns too.
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(secretToMiniCluster)).
 		Named("minicluster").
 		Complete(r)
+}
+
+// secretToMiniCluster maps a CURVE Secret to the MiniCluster its label names.
+func secretToMiniCluster(_ context.Context, obj client.Object) []reconcile.Request {
+	name := obj.GetLabels()[fluxv1alpha2.LabelMiniCluster]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}}}
 }
 
 // CacheByObject limits the manager's cache of the kinds the reconciler owns to objects that carry

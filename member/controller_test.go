@@ -2,6 +2,7 @@ package member
 
 import (
 	"context"
+	"crypto/rand"
 	"net/http"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -27,6 +29,7 @@ import (
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/e2e/testenv"
 	"github.com/fluxfed/fluxfed/member/render"
+	"github.com/fluxfed/fluxfed/member/render/curve"
 )
 
 // requestCounter counts the API requests the manager sends, by method, so tests can assert that
@@ -486,4 +489,58 @@ func TestASecretOfSomeoneElseIsNotTakenForTheCertificate(t *testing.T) {
 	h.get(t, mc)
 	require.Contains(t, meta.FindStatusCondition(mc.Status.Conditions, fluxv1alpha2.ConditionFailed).Message,
 		"Secret squatted-curve exists and does not belong to this MiniCluster")
+}
+
+func TestAChildWaitsForTheCertificateTheHubPushes(t *testing.T) {
+	h := startManager(t)
+	ctx := context.Background()
+	ns := h.namespace(t)
+	origin := func(obj metav1.Object, rootUID string) {
+		obj.SetLabels(map[string]string{
+			fluxv1alpha2.LabelMiniCluster:     "burst-a",
+			fluxv1alpha2.LabelOriginHub:       "hub-1",
+			fluxv1alpha2.LabelOriginNamespace: "research",
+			fluxv1alpha2.LabelOriginName:      "root",
+		})
+		obj.SetAnnotations(map[string]string{fluxv1alpha2.AnnotationOriginUID: rootUID})
+	}
+	child := newMiniCluster(ns, "burst-a", 2)
+	origin(child, "root-uid")
+	child.Spec.Flux.Bursting.LeadBroker = &fluxv1alpha2.LeadBroker{Name: "root", Address: "10.0.0.1", Port: 30050, Size: 2}
+	child.Spec.Flux.Bursting.Clusters = []fluxv1alpha2.Burst{{Name: "burst-a", Size: 2}}
+	require.NoError(t, h.c.Create(ctx, child))
+
+	// No Secret yet: the child waits and generates nothing of its own.
+	h.waitCondition(t, child, fluxv1alpha2.ConditionReady, metav1.ConditionFalse, fluxv1alpha2.ReasonCurveSecretPending)
+	h.get(t, child)
+	require.True(t, meta.IsStatusConditionFalse(child.Status.Conditions, fluxv1alpha2.ConditionFailed), "waiting is not failing")
+	secret := &corev1.Secret{}
+	require.True(t, apierrors.IsNotFound(h.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: render.CurveSecretName(child)}, secret)))
+	require.True(t, apierrors.IsNotFound(h.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: render.JobName(child)}, &batchv1.Job{})))
+
+	// A Secret the hub pushed for another root is not taken.
+	cert, err := curve.Generate(rand.Reader)
+	require.NoError(t, err)
+	stranger := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: render.CurveSecretName(child), Namespace: ns},
+		Data:       map[string][]byte{render.KeyCurveCert: curve.File(cert)},
+	}
+	origin(stranger, "another-root-uid")
+	require.NoError(t, h.c.Create(ctx, stranger))
+	h.waitCondition(t, child, fluxv1alpha2.ConditionFailed, metav1.ConditionTrue, fluxv1alpha2.ReasonApplyFailed)
+	require.NoError(t, h.c.Delete(ctx, stranger))
+
+	// The root's Secret arrives: the brokers start with it, unchanged.
+	pushed := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: render.CurveSecretName(child), Namespace: ns},
+		Data:       map[string][]byte{render.KeyCurveCert: curve.File(cert)},
+	}
+	origin(pushed, "root-uid")
+	require.NoError(t, h.c.Create(ctx, pushed))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.NoError(c, h.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: render.JobName(child)}, &batchv1.Job{}))
+	}, 30*time.Second, 100*time.Millisecond, "the brokers never started with the pushed Secret")
+	h.waitCondition(t, child, fluxv1alpha2.ConditionFailed, metav1.ConditionFalse, fluxv1alpha2.ReasonJobRunning)
+	require.NoError(t, h.c.Get(ctx, client.ObjectKeyFromObject(pushed), secret))
+	require.Equal(t, curve.File(cert), secret.Data[render.KeyCurveCert], "the pushed certificate is used as it is")
 }

@@ -20,18 +20,25 @@ import (
 // spec.flux.curveCert the given certificate is stored instead, after checking it is one a broker
 // accepts. The Secret is created, not applied; AlreadyExists means another reconcile won the race,
 // which is as good as success.
+//
+// A child the hub pushed (it carries origin labels) never gets a certificate of its own: its
+// brokers must present the root's, which the hub pushes as the child's Secret. Until that Secret
+// is there, the child waits (a pending condition, not a failure).
 func (r *Reconciler) ensureCurveSecret(ctx context.Context, mc *fluxv1alpha2.MiniCluster) (*failure, error) {
 	key := client.ObjectKey{Namespace: mc.Namespace, Name: render.CurveSecretName(mc)}
 	existing := &corev1.Secret{}
 	switch err := r.client.Get(ctx, key, existing); {
 	case err == nil:
-		if owner := metav1.GetControllerOf(existing); owner == nil || owner.UID != mc.UID {
-			return &failure{reason: fluxv1alpha2.ReasonApplyFailed, message: fmt.Sprintf(
-				"Secret %s exists and does not belong to this MiniCluster; delete it or rename the MiniCluster", key.Name)}, nil
+		if !curveSecretBelongs(mc, existing) {
+			return notOurs(key.Name), nil
 		}
 		return nil, nil
 	case !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("reading the curve Secret: %w", err)
+	}
+	if pushedByHub(mc) {
+		return &failure{pending: true, reason: fluxv1alpha2.ReasonCurveSecretPending, message: fmt.Sprintf(
+			"waiting for the hub to push Secret %s with the root's CURVE certificate", key.Name)}, nil
 	}
 
 	var cert *curve.Certificate
@@ -62,9 +69,44 @@ func (r *Reconciler) ensureCurveSecret(ctx context.Context, mc *fluxv1alpha2.Min
 	if err := r.apiReader.Get(ctx, key, existing); err != nil {
 		return nil, fmt.Errorf("reading the curve Secret: %w", err)
 	}
-	if owner := metav1.GetControllerOf(existing); owner == nil || owner.UID != mc.UID {
-		return &failure{reason: fluxv1alpha2.ReasonApplyFailed, message: fmt.Sprintf(
-			"Secret %s exists and does not belong to this MiniCluster; delete it or rename the MiniCluster", key.Name)}, nil
+	if !curveSecretBelongs(mc, existing) {
+		return notOurs(key.Name), nil
 	}
 	return nil, nil
+}
+
+func notOurs(name string) *failure {
+	return &failure{reason: fluxv1alpha2.ReasonApplyFailed, message: fmt.Sprintf(
+		"Secret %s exists and does not belong to this MiniCluster; delete it or rename the MiniCluster", name)}
+}
+
+// originKeys are the labels and annotation by which the hub marks what it pushes to a member.
+var originKeys = []string{fluxv1alpha2.LabelOriginHub, fluxv1alpha2.LabelOriginNamespace, fluxv1alpha2.LabelOriginName}
+
+// pushedByHub reports whether mc is a child the hub pushed: it carries every origin label and
+// the root's UID.
+func pushedByHub(mc *fluxv1alpha2.MiniCluster) bool {
+	for _, k := range originKeys {
+		if mc.Labels[k] == "" {
+			return false
+		}
+	}
+	return mc.Annotations[fluxv1alpha2.AnnotationOriginUID] != ""
+}
+
+// curveSecretBelongs reports whether secret is mc's CURVE Secret: mc controls it, or, for a child
+// the hub pushed, the hub pushed it for the same root (same origin labels and root UID).
+func curveSecretBelongs(mc *fluxv1alpha2.MiniCluster, secret *corev1.Secret) bool {
+	if owner := metav1.GetControllerOf(secret); owner != nil {
+		return owner.UID == mc.UID
+	}
+	if !pushedByHub(mc) {
+		return false
+	}
+	for _, k := range originKeys {
+		if secret.Labels[k] != mc.Labels[k] {
+			return false
+		}
+	}
+	return secret.Annotations[fluxv1alpha2.AnnotationOriginUID] == mc.Annotations[fluxv1alpha2.AnnotationOriginUID]
 }

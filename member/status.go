@@ -32,6 +32,9 @@ type observation struct {
 
 // failure is a terminal problem with a condition reason and a message for the user.
 type failure struct {
+	// pending marks a wait rather than a failure: something another party provides is not
+	// there yet. It shows as Ready=False with this reason, and Failed stays False.
+	pending bool
 	reason  string
 	message string
 }
@@ -77,6 +80,8 @@ func computeStatus(mc *fluxv1alpha2.MiniCluster, obs observation, now metav1.Tim
 	}
 
 	switch {
+	case job == nil && obs.failure != nil && obs.failure.pending:
+		set(fluxv1alpha2.ConditionReady, metav1.ConditionFalse, obs.failure.reason, obs.failure.message)
 	case job == nil:
 		set(fluxv1alpha2.ConditionReady, metav1.ConditionFalse, fluxv1alpha2.ReasonPodsNotReady, "the broker Job does not exist yet")
 	case complete:
@@ -98,7 +103,7 @@ func computeStatus(mc *fluxv1alpha2.MiniCluster, obs observation, now metav1.Tim
 	}
 
 	switch {
-	case obs.failure != nil:
+	case obs.failure != nil && !obs.failure.pending:
 		set(fluxv1alpha2.ConditionFailed, metav1.ConditionTrue, obs.failure.reason, obs.failure.message)
 	case jobFailed != nil:
 		set(fluxv1alpha2.ConditionFailed, metav1.ConditionTrue, fluxv1alpha2.ReasonJobFailed,

@@ -88,6 +88,17 @@ func TestComputeStatus(t *testing.T) {
 			wantSize: 2,
 		},
 		{
+			name: "waiting for the hub's Secret",
+			mc:   statusMiniCluster(2, 0),
+			obs: observation{failure: &failure{pending: true, reason: fluxv1alpha2.ReasonCurveSecretPending,
+				message: "waiting for the hub to push Secret flux-sample-curve with the root's CURVE certificate"}},
+			want: map[string]cond{
+				fluxv1alpha2.ConditionReady:  {metav1.ConditionFalse, fluxv1alpha2.ReasonCurveSecretPending},
+				fluxv1alpha2.ConditionFailed: {metav1.ConditionFalse, fluxv1alpha2.ReasonJobRunning},
+			},
+			wantMsg: map[string]string{fluxv1alpha2.ConditionReady: "waiting for the hub to push Secret flux-sample-curve with the root's CURVE certificate"},
+		},
+		{
 			name: "terminal failure wins",
 			mc:   statusMiniCluster(2, 0),
 			obs:  observation{job: job(2, 2), failure: &failure{reason: fluxv1alpha2.ReasonImmutableFieldChanged, message: "spec.containers[0].image cannot change"}},

@@ -124,4 +124,13 @@ const (
 	// ReasonAddressPending (LeadBrokerReachable=False): the Service exists but has no usable
 	// address yet (no node address, or the load balancer is not provisioned).
 	ReasonAddressPending = "AddressPending"
+	// ReasonNotAnswering (LeadBrokerReachable=False): the advertised endpoint did not answer the
+	// hub's ZMTP CURVE greeting. The bursts are pushed anyway (their brokers retry), but an
+	// address no member can reach shows here.
+	ReasonNotAnswering = "NotAnswering"
+
+	// ReasonCurveSecretPending (Ready=False, on a child): the child waits for the hub to push its
+	// root's CURVE Secret. A child never generates a certificate of its own: its brokers must
+	// present the root's.
+	ReasonCurveSecretPending = "CurveSecretPending"
 )
