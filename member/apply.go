@@ -16,11 +16,6 @@ import (
 	"github.com/fluxfed/fluxfed/member/render"
 )
 
-// AnnotationAppliedHash records, on every object the reconciler applies, a hash of what it
-// applied. When the cached object carries the hash of the desired state, the apply is skipped:
-// an unchanged MiniCluster costs no request at all, not even a no-op patch.
-const AnnotationAppliedHash = "fluxfed.io/applied-hash"
-
 // desired is one object the reconciler applies, ready for server-side apply.
 type desired struct {
 	obj *unstructured.Unstructured
@@ -59,7 +54,7 @@ func newDesired(mc *fluxv1alpha2.MiniCluster, ac runtime.ApplyConfiguration, gvk
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
-	annotations[AnnotationAppliedHash] = hex.EncodeToString(hash[:16])
+	annotations[fluxv1alpha2.AnnotationAppliedHash] = hex.EncodeToString(hash[:16])
 	u.SetAnnotations(annotations)
 	return desired{obj: u}, nil
 }
@@ -68,5 +63,5 @@ func newDesired(mc *fluxv1alpha2.MiniCluster, ac runtime.ApplyConfiguration, gvk
 // would apply.
 func (d desired) upToDate(current client.Object) bool {
 	return current != nil && current.GetDeletionTimestamp() == nil &&
-		current.GetAnnotations()[AnnotationAppliedHash] == d.obj.GetAnnotations()[AnnotationAppliedHash]
+		current.GetAnnotations()[fluxv1alpha2.AnnotationAppliedHash] == d.obj.GetAnnotations()[fluxv1alpha2.AnnotationAppliedHash]
 }

@@ -22,6 +22,12 @@ const (
 	// MiniCluster. Owner references do not cross clusters: the hub deletes an object on a
 	// member only when its origin labels and this UID match the root.
 	AnnotationOriginUID = "fluxfed.io/origin-uid"
+
+	// AnnotationAppliedHash records, on every object fluxfed applies (by the member reconciler,
+	// or by the hub on a member), a hash of what was applied. When the cached object carries the
+	// hash of the desired state, the apply is skipped: an unchanged object costs no request at
+	// all, not even a no-op patch.
+	AnnotationAppliedHash = "fluxfed.io/applied-hash"
 )
 
 // Field managers of fluxfed's server-side apply requests.

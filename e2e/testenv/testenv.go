@@ -30,6 +30,8 @@ type Env struct {
 	Client client.Client
 	// Scheme holds the Kubernetes and fluxfed types.
 	Scheme *k8sruntime.Scheme
+
+	control *envtest.Environment
 }
 
 // RepoRoot returns the root of the fluxfed source tree, found from this file's location so that
@@ -85,19 +87,34 @@ func Start(t testing.TB) *Env {
 	if err != nil {
 		t.Fatalf("building a client: %v", err)
 	}
-	return &Env{Config: cfg, Client: c, Scheme: scheme}
+	return &Env{Config: cfg, Client: c, Scheme: scheme, control: env}
+}
+
+// AddUser provisions a user of the API server, authenticated by a client certificate, in the
+// given groups (none: a user without any permission), and returns its config.
+func (e *Env) AddUser(name string, groups ...string) (*rest.Config, error) {
+	user, err := e.control.ControlPlane.AddUser(envtest.User{Name: name, Groups: groups}, rest.CopyConfig(e.Config))
+	if err != nil {
+		return nil, err
+	}
+	return user.Config(), nil
 }
 
 // Kubeconfig returns a kubeconfig that reaches the API server as an administrator, with the
 // credentials inline, as fluxfed expects a member's kubeconfig to be.
 func (e *Env) Kubeconfig() ([]byte, error) {
+	return Kubeconfig(e.Config)
+}
+
+// Kubeconfig returns a kubeconfig with cfg's server and credentials inline.
+func Kubeconfig(cfg *rest.Config) ([]byte, error) {
 	const name = "envtest"
 	kc := clientcmdapi.NewConfig()
-	kc.Clusters[name] = &clientcmdapi.Cluster{Server: e.Config.Host, CertificateAuthorityData: e.Config.CAData}
+	kc.Clusters[name] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
 	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{
-		ClientCertificateData: e.Config.CertData,
-		ClientKeyData:         e.Config.KeyData,
-		Token:                 e.Config.BearerToken,
+		ClientCertificateData: cfg.CertData,
+		ClientKeyData:         cfg.KeyData,
+		Token:                 cfg.BearerToken,
 	}
 	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
 	kc.CurrentContext = name

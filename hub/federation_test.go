@@ -1,0 +1,391 @@
+package hub_test
+
+// The hub against real API servers: one hub and members in one test process, each an envtest
+// API server; the members registered as kubeconfig Secrets written from their rest.Config. The
+// MiniCluster reconciler runs on every cluster, as `fluxfed manager` would.
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
+
+	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/e2e/testenv"
+	"github.com/fluxfed/fluxfed/hub"
+	"github.com/fluxfed/fluxfed/member"
+)
+
+const (
+	hubName          = "hub-test"
+	membersNamespace = "fluxfed-system"
+	wait             = 30 * time.Second
+	tick             = 50 * time.Millisecond
+)
+
+// memberCluster is one member: its API server, reached by the hub through a TCP proxy that a
+// test can cut to make the member unreachable.
+type memberCluster struct {
+	name  string
+	env   *testenv.Env
+	proxy *proxy
+	// requests counts the hub's requests to this member.
+	requests atomic.Int64
+}
+
+// federation is a hub with its members.
+type federation struct {
+	hub      *testenv.Env
+	members  map[string]*memberCluster
+	reconc   *hub.Reconciler
+	probes   *fakeProbe
+	hubCount *requestCount
+}
+
+type requestCount struct {
+	mu     sync.Mutex
+	writes []string
+}
+
+func (c *requestCount) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		if req.Method != http.MethodGet {
+			c.mu.Lock()
+			c.writes = append(c.writes, req.Method+" "+req.URL.Path)
+			c.mu.Unlock()
+		}
+		return rt.RoundTrip(req)
+	})
+}
+
+func (c *requestCount) since(mark int) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.writes[mark:]...)
+}
+
+func (c *requestCount) mark() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.writes)
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// fakeProbe answers the hub's greetings of the lead broker: envtest runs no pods.
+type fakeProbe struct {
+	mu       sync.Mutex
+	answer   error
+	greeted  []string
+}
+
+func (p *fakeProbe) greet(_ context.Context, address string, port int32) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.greeted = append(p.greeted, fmt.Sprintf("%s:%d", address, port))
+	return p.answer
+}
+
+func (p *fakeProbe) set(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.answer = err
+}
+
+// startFederation starts a hub and the named members, registers the members and runs the hub.
+func startFederation(t *testing.T, opts hub.Options, memberNames ...string) *federation {
+	t.Helper()
+	f := &federation{hub: testenv.Start(t), members: map[string]*memberCluster{}, probes: &fakeProbe{}, hubCount: &requestCount{}}
+	ctx := context.Background()
+	require.NoError(t, f.hub.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: membersNamespace}}))
+	for _, name := range memberNames {
+		m := &memberCluster{name: name, env: testenv.Start(t)}
+		m.proxy = startProxy(t, m.env.Config.Host)
+		runMemberReconciler(t, m.env.Config, m.env)
+		f.members[name] = m
+		f.register(t, name, m.env.Config)
+	}
+
+	opts.Name = hubName
+	opts.MembersNamespace = membersNamespace
+	opts.Probe = f.probes.greet
+	setDefault(&opts.SweepInterval, time.Hour)
+	setDefault(&opts.RetryBase, 100*time.Millisecond)
+	setDefault(&opts.RetryMax, 2*time.Second)
+	setDefault(&opts.MemberTimeout, 5*time.Second)
+	setDefault(&opts.MemberConnectTimeout, 2*time.Second)
+	setDefault(&opts.MemberSyncTimeout, 5*time.Second)
+	opts.RESTOptions = append(opts.RESTOptions, func(cfg *rest.Config) error {
+		for _, m := range f.members {
+			if cfg.Host == m.proxy.url() {
+				cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+					return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+						m.requests.Add(1)
+						return rt.RoundTrip(req)
+					})
+				})
+			}
+		}
+		return nil
+	})
+
+	cfg := rest.CopyConfig(f.hub.Config)
+	cfg.Wrap(f.hubCount.wrap)
+	mgrCtx, cancel := context.WithCancel(ctx)
+	mgr, r, err := hub.NewManager(mgrCtx, cfg, manager.Options{
+		Scheme:                 f.hub.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Cache:                  cache.Options{ByObject: member.CacheByObject()},
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	}, opts)
+	require.NoError(t, err)
+	require.NoError(t, member.Setup(mgr.GetLocalManager(), member.Options{}))
+	f.reconc = r
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mgrCtx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+	return f
+}
+
+func setDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
+	}
+}
+
+// runMemberReconciler runs the MiniCluster reconciler on a member, as `fluxfed manager` does.
+func runMemberReconciler(t *testing.T, cfg *rest.Config, env *testenv.Env) {
+	t.Helper()
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 env.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Cache:                  cache.Options{ByObject: member.CacheByObject()},
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	require.NoError(t, err)
+	require.NoError(t, member.Setup(mgr, member.Options{}))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+}
+
+// register writes (or rewrites) the kubeconfig Secret of a member: cfg's credentials, dialled
+// through the member's proxy.
+func (f *federation) register(t *testing.T, name string, cfg *rest.Config) {
+	t.Helper()
+	cfg = rest.CopyConfig(cfg)
+	if m, ok := f.members[name]; ok {
+		cfg.Host = m.proxy.url()
+	}
+	kc, err := testenv.Kubeconfig(cfg)
+	require.NoError(t, err)
+	f.registerKubeconfig(t, name, kc)
+}
+
+func (f *federation) registerKubeconfig(t *testing.T, name string, kc []byte) {
+	t.Helper()
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: membersNamespace}}
+	_, err := ctrl.CreateOrUpdate(context.Background(), f.hub.Client, secret, func() error {
+		secret.Labels = map[string]string{kubeconfig.DefaultKubeconfigSecretLabel: "true"}
+		secret.Data = map[string][]byte{kubeconfig.DefaultKubeconfigSecretKey: kc}
+		return nil
+	})
+	require.NoError(t, err)
+}
+
+// namespace creates a namespace on the hub (and nowhere else: the hub creates it on members).
+func (f *federation) namespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "research-"}}
+	require.NoError(t, f.hub.Client.Create(context.Background(), ns))
+	return ns.Name
+}
+
+// newRoot returns a root of size 2 (maxSize 4) exposed at 127.0.0.1, with the given bursts.
+func newRoot(ns, name string, bursts ...fluxv1alpha2.Burst) *fluxv1alpha2.MiniCluster {
+	return &fluxv1alpha2.MiniCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: fluxv1alpha2.MiniClusterSpec{
+			Size:    2,
+			MaxSize: 4,
+			Containers: []fluxv1alpha2.Container{{
+				Image:   "ghcr.io/converged-computing/metric-lammps:latest",
+				Command: "lmp -in in.reaxc.hns",
+			}},
+			Flux: fluxv1alpha2.FluxSpec{Bursting: fluxv1alpha2.Bursting{
+				Expose:   &fluxv1alpha2.Expose{Address: "127.0.0.1"},
+				Clusters: bursts,
+			}},
+		},
+	}
+}
+
+// child reads a child from a member's API server; nil when it does not exist.
+func (m *memberCluster) child(t require.TestingT, ns, name string) *fluxv1alpha2.MiniCluster {
+	mc := &fluxv1alpha2.MiniCluster{}
+	err := m.env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, mc)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	require.NoError(t, err)
+	return mc
+}
+
+func (f *federation) root(t require.TestingT, root *fluxv1alpha2.MiniCluster) *fluxv1alpha2.MiniCluster {
+	mc := &fluxv1alpha2.MiniCluster{}
+	require.NoError(t, f.hub.Client.Get(context.Background(), client.ObjectKeyFromObject(root), mc))
+	return mc
+}
+
+// burstStatus returns the status of one burst of root.
+func burstStatus(mc *fluxv1alpha2.MiniCluster, name string) *fluxv1alpha2.BurstStatus {
+	for i := range mc.Status.Bursts {
+		if mc.Status.Bursts[i].Name == name {
+			return &mc.Status.Bursts[i]
+		}
+	}
+	return nil
+}
+
+// waitBurst waits until the burst's phase is phase.
+func (f *federation) waitBurst(t *testing.T, root *fluxv1alpha2.MiniCluster, name string, phase fluxv1alpha2.BurstPhase) *fluxv1alpha2.BurstStatus {
+	t.Helper()
+	var got *fluxv1alpha2.BurstStatus
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		got = burstStatus(f.root(c, root), name)
+		require.NotNil(c, got, "no status for burst %s", name)
+		require.Equal(c, phase, got.Phase, "burst %s: %s", name, got.Message)
+	}, wait, tick)
+	return got
+}
+
+// proxy forwards TCP connections to an API server until it is cut.
+type proxy struct {
+	target string
+	addr   string
+	mu     sync.Mutex
+	ln     net.Listener
+	conns  map[net.Conn]bool
+}
+
+func startProxy(t *testing.T, target string) *proxy {
+	t.Helper()
+	u, err := url.Parse(target)
+	require.NoError(t, err)
+	p := &proxy{target: u.Host, conns: map[net.Conn]bool{}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p.addr = ln.Addr().String()
+	p.serve(ln)
+	t.Cleanup(p.cut)
+	return p
+}
+
+func (p *proxy) url() string { return "https://" + p.addr }
+
+func (p *proxy) serve(ln net.Listener) {
+	p.mu.Lock()
+	p.ln = ln
+	p.mu.Unlock()
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go p.forward(conn)
+		}
+	}()
+}
+
+func (p *proxy) forward(conn net.Conn) {
+	upstream, err := net.Dial("tcp", p.target)
+	if err != nil {
+		_ = conn.Close()
+		return
+	}
+	p.mu.Lock()
+	if p.ln == nil {
+		p.mu.Unlock()
+		_ = conn.Close()
+		_ = upstream.Close()
+		return
+	}
+	p.conns[conn], p.conns[upstream] = true, true
+	p.mu.Unlock()
+	go func() { _, _ = io.Copy(upstream, conn); _ = upstream.Close() }()
+	_, _ = io.Copy(conn, upstream)
+	_ = conn.Close()
+}
+
+// cut closes the listener and every connection: the member is unreachable.
+func (p *proxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln != nil {
+		_ = p.ln.Close()
+		p.ln = nil
+	}
+	for c := range p.conns {
+		_ = c.Close()
+	}
+	p.conns = map[net.Conn]bool{}
+}
+
+// restore listens again at the same address: the member is back.
+func (p *proxy) restore(t *testing.T) {
+	t.Helper()
+	var ln net.Listener
+	require.Eventually(t, func() bool {
+		var err error
+		ln, err = net.Listen("tcp", p.addr)
+		return err == nil
+	}, 10*time.Second, 50*time.Millisecond)
+	p.serve(ln)
+}
+
+func TestMain(m *testing.M) {
+	// The managers' logs go to stderr only when asked: FLUXFED_TEST_LOG=1.
+	if os.Getenv("FLUXFED_TEST_LOG") != "" {
+		ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true)))
+	} else {
+		ctrl.SetLogger(logr.Discard())
+	}
+	os.Exit(m.Run())
+}
