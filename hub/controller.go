@@ -102,6 +102,7 @@ func Setup(mgr mcmanager.Manager, members Members, opts Options) (*Reconciler, e
 			}))).
 		WithOptions(controller.TypedOptions[mcreconcile.Request]{
 			MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
+			SkipNameValidation:      local.GetControllerOptions().SkipNameValidation,
 			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[mcreconcile.Request](opts.RetryBase, opts.RetryMax),
 		}).
 		Complete(r)

@@ -29,8 +29,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
 
@@ -100,9 +100,9 @@ func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { re
 
 // fakeProbe answers the hub's greetings of the lead broker: envtest runs no pods.
 type fakeProbe struct {
-	mu       sync.Mutex
-	answer   error
-	greeted  []string
+	mu      sync.Mutex
+	answer  error
+	greeted []string
 }
 
 func (p *fakeProbe) greet(_ context.Context, address string, port int32) error {

@@ -6,9 +6,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
@@ -69,4 +72,129 @@ func TestARootBurstsOntoTwoMembers(t *testing.T) {
 		require.Equal(t, rootCert.Data[render.KeyCurveCert], cert.Data[render.KeyCurveCert], "one certificate for the federation")
 		require.Equal(t, child.UID, metav1.GetControllerOf(cert).UID, "the member deletes the Secret with the child")
 	}
+}
+
+// setJobReady makes the broker Job of a MiniCluster report n ready pods, as the Job controller
+// would (envtest runs none).
+func setJobReady(t *testing.T, c client.Client, ns, name string, n int32) {
+	t.Helper()
+	job := &batchv1.Job{}
+	require.EventuallyWithT(t, func(co *assert.CollectT) {
+		require.NoError(co, c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, job))
+	}, wait, tick, "the Job %s/%s was never created", ns, name)
+	patch := client.MergeFrom(job.DeepCopy())
+	now := metav1.Now()
+	job.Status.StartTime = &now
+	job.Status.Active = n
+	job.Status.Ready = ptr.To(n)
+	require.NoError(t, c.Status().Patch(context.Background(), job, patch))
+}
+
+func TestTheRootReportsEveryBurstsState(t *testing.T) {
+	f := startFederation(t, hub.Options{}, "member-a", "member-b")
+	ctx := context.Background()
+	ns := f.namespace(t)
+	root := newRoot(ns, "states",
+		fluxv1alpha2.Burst{Name: "reserved", Size: 1},
+		fluxv1alpha2.Burst{Name: "burst-a", Cluster: "member-a", Size: 3},
+		fluxv1alpha2.Burst{Name: "burst-b", Cluster: "member-b", Size: 2})
+	require.NoError(t, f.hub.Client.Create(ctx, root))
+	f.waitBurst(t, root, "burst-b", fluxv1alpha2.BurstApplied)
+	require.Nil(t, burstStatus(f.root(t, root), "reserved"), "a reserved burst is not the hub's to report")
+
+	setJobReady(t, f.members["member-a"].env.Client, ns, "burst-a", 3)
+	ready := f.waitBurst(t, root, "burst-a", fluxv1alpha2.BurstReady)
+	require.Equal(t, int32(3), ready.Ready)
+	require.Equal(t, "3 of 3 brokers ready", ready.Message)
+	got := f.root(t, root)
+	c := meta.FindStatusCondition(got.Status.Conditions, fluxv1alpha2.ConditionBurstsReady)
+	require.Equal(t, metav1.ConditionFalse, c.Status)
+	require.Equal(t, "1 of 2 bursts ready; not ready: burst-b", c.Message)
+
+	setJobReady(t, f.members["member-b"].env.Client, ns, "burst-b", 2)
+	f.waitBurst(t, root, "burst-b", fluxv1alpha2.BurstReady)
+	require.EventuallyWithT(t, func(co *assert.CollectT) {
+		require.True(co, meta.IsStatusConditionTrue(f.root(co, root).Status.Conditions, fluxv1alpha2.ConditionBurstsReady))
+	}, wait, tick)
+
+	// The member reconciler's conditions and the hub's live side by side on the root.
+	got = f.root(t, root)
+	for _, typ := range []string{fluxv1alpha2.ConditionReady, fluxv1alpha2.ConditionFailed, fluxv1alpha2.ConditionBursting,
+		fluxv1alpha2.ConditionBurstsReady, fluxv1alpha2.ConditionLeadBrokerReachable} {
+		require.NotNil(t, meta.FindStatusCondition(got.Status.Conditions, typ), typ)
+	}
+	require.Equal(t, "states-[0-3],reserved-0,burst-a-[0-2],burst-b-[0-1]", got.Status.Hostlist)
+}
+
+func TestEditingTheRootUpdatesAndRemovesChildren(t *testing.T) {
+	f := startFederation(t, hub.Options{}, "member-a", "member-b")
+	ctx := context.Background()
+	ns := f.namespace(t)
+	root := newRoot(ns, "edited",
+		fluxv1alpha2.Burst{Name: "burst-a", Cluster: "member-a", Size: 3},
+		fluxv1alpha2.Burst{Name: "burst-b", Cluster: "member-b", Size: 2})
+	require.NoError(t, f.hub.Client.Create(ctx, root))
+	f.waitBurst(t, root, "burst-a", fluxv1alpha2.BurstApplied)
+	f.waitBurst(t, root, "burst-b", fluxv1alpha2.BurstApplied)
+	a, b := f.members["member-a"], f.members["member-b"]
+
+	// Resize burst-a, drop burst-b, add burst-c on member-b.
+	got := f.root(t, root)
+	got.Spec.Flux.Bursting.Clusters = []fluxv1alpha2.Burst{
+		{Name: "burst-a", Cluster: "member-a", Size: 1},
+		{Name: "burst-c", Cluster: "member-b", Size: 4},
+	}
+	require.NoError(t, f.hub.Client.Update(ctx, got))
+	f.waitBurst(t, root, "burst-c", fluxv1alpha2.BurstApplied)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		child := a.child(c, ns, "burst-a")
+		require.NotNil(c, child)
+		require.Equal(c, int32(1), child.Spec.Size)
+		require.Equal(c, []fluxv1alpha2.Burst{{Name: "burst-a", Size: 1}, {Name: "burst-c", Size: 4}}, child.Spec.Flux.Bursting.Clusters,
+			"every side computes the same hostlist")
+		require.Nil(c, b.child(c, ns, "burst-b"), "the removed burst's child is deleted")
+		require.True(c, apierrors.IsNotFound(b.env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "burst-b-curve"}, &corev1.Secret{})))
+		require.Nil(c, burstStatus(f.root(c, root), "burst-b"))
+	}, wait, tick)
+	require.Equal(t, "edited-[0-3],burst-a-0,burst-c-[0-3]", f.root(t, root).Status.Hostlist)
+
+	// Removing every burst that names a member releases the root.
+	got = f.root(t, root)
+	got.Spec.Flux.Bursting.Clusters = nil
+	require.NoError(t, f.hub.Client.Update(ctx, got))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.Nil(c, a.child(c, ns, "burst-a"))
+		require.Nil(c, b.child(c, ns, "burst-c"))
+		got := f.root(c, root)
+		require.NotContains(c, got.Finalizers, fluxv1alpha2.FinalizerBursts)
+		require.Empty(c, got.Status.Bursts)
+		require.Nil(c, meta.FindStatusCondition(got.Status.Conditions, fluxv1alpha2.ConditionBursting))
+		require.NotNil(c, meta.FindStatusCondition(got.Status.Conditions, fluxv1alpha2.ConditionReady), "the member reconciler's conditions stay")
+	}, wait, tick)
+}
+
+func TestDeletingTheRootDeletesItsChildrenEverywhere(t *testing.T) {
+	f := startFederation(t, hub.Options{}, "member-a", "member-b")
+	ctx := context.Background()
+	ns := f.namespace(t)
+	root := newRoot(ns, "doomed",
+		fluxv1alpha2.Burst{Name: "burst-a", Cluster: "member-a", Size: 3},
+		fluxv1alpha2.Burst{Name: "burst-b", Cluster: "member-b", Size: 2})
+	require.NoError(t, f.hub.Client.Create(ctx, root))
+	f.waitBurst(t, root, "burst-a", fluxv1alpha2.BurstApplied)
+	f.waitBurst(t, root, "burst-b", fluxv1alpha2.BurstApplied)
+
+	require.NoError(t, f.hub.Client.Delete(ctx, root))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.True(c, apierrors.IsNotFound(f.hub.Client.Get(ctx, client.ObjectKeyFromObject(root), &fluxv1alpha2.MiniCluster{})),
+			"the finalizer is released")
+		for _, m := range f.members {
+			var children fluxv1alpha2.MiniClusterList
+			require.NoError(c, m.env.Client.List(ctx, &children, client.InNamespace(ns)))
+			require.Empty(c, children.Items, "children on %s", m.name)
+			var secrets corev1.SecretList
+			require.NoError(c, m.env.Client.List(ctx, &secrets, client.InNamespace(ns), client.HasLabels{fluxv1alpha2.LabelOriginHub}))
+			require.Empty(c, secrets.Items, "Secrets on %s", m.name)
+		}
+	}, wait, tick)
 }
