@@ -275,19 +275,25 @@ func (r *Reconciler) removeStale(ctx context.Context, root *fluxv1alpha2.MiniClu
 	for _, c := range plan.Children {
 		keep[c.Cluster+"/"+c.Namespace+"/"+c.Burst] = true
 	}
+	var wg sync.WaitGroup
 	for _, name := range r.members.ListClusters() {
 		cl, err := r.mgr.GetCluster(ctx, name)
 		if err != nil {
 			continue
 		}
-		deleted, err := r.deleteChildren(ctx, cl, root, cl.GetClient(), func(obj client.Object) bool {
-			return !keep[string(name)+"/"+obj.GetNamespace()+"/"+childNameOf(obj)]
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(ctx, r.opts.MemberTimeout)
+			defer cancel()
+			deleted, err := r.deleteChildren(ctx, cl, root, cl.GetClient(), func(obj client.Object) bool {
+				return !keep[string(name)+"/"+obj.GetNamespace()+"/"+childNameOf(obj)]
+			})
+			if err != nil {
+				ctrl.LoggerFrom(ctx).Error(err, "Removing the children of removed bursts", "member", name)
+			}
+			for _, d := range deleted {
+				r.eventf(root, corev1.EventTypeNormal, "BurstRemoved", "DeleteChild", "deleted %s on member %s: its burst is no longer in the spec", d, name)
+			}
 		})
-		if err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "Removing the children of removed bursts", "member", name)
-		}
-		for _, d := range deleted {
-			r.eventf(root, corev1.EventTypeNormal, "BurstRemoved", "DeleteChild", "deleted %s on member %s: its burst is no longer in the spec", d, name)
-		}
 	}
+	wg.Wait()
 }

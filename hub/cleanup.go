@@ -81,7 +81,9 @@ func (r *Reconciler) unburst(ctx context.Context, root *fluxv1alpha2.MiniCluster
 		if err != nil {
 			continue
 		}
-		deleted, err := r.deleteChildren(ctx, cl, root, cl.GetClient(), func(client.Object) bool { return true })
+		memberCtx, cancel := context.WithTimeout(ctx, r.opts.MemberTimeout)
+		deleted, err := r.deleteChildren(memberCtx, cl, root, cl.GetClient(), func(client.Object) bool { return true })
+		cancel()
 		if err != nil {
 			errs = append(errs, fmt.Errorf("member %s: %w", name, err))
 		}

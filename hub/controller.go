@@ -103,6 +103,10 @@ func Setup(mgr mcmanager.Manager, members Members, opts Options) (*Reconciler, e
 		WithOptions(controller.TypedOptions[mcreconcile.Request]{
 			MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 			SkipNameValidation:      local.GetControllerOptions().SkipNameValidation,
+			// Engaging a member waits for this controller's watch of it to sync; a member that
+			// does not answer fails its engagement after this long, and is retried, instead of
+			// holding up the provider.
+			CacheSyncTimeout: opts.MemberSyncTimeout,
 			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[mcreconcile.Request](opts.RetryBase, opts.RetryMax),
 		}).
 		Complete(r)

@@ -24,6 +24,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -388,4 +389,18 @@ func TestMain(m *testing.M) {
 		ctrl.SetLogger(logr.Discard())
 	}
 	os.Exit(m.Run())
+}
+
+// edit changes the root's spec as a user would, retrying on conflicts with the controllers'
+// status writes.
+func (f *federation) edit(t *testing.T, root *fluxv1alpha2.MiniCluster, change func(*fluxv1alpha2.MiniCluster)) {
+	t.Helper()
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		mc := &fluxv1alpha2.MiniCluster{}
+		if err := f.hub.Client.Get(context.Background(), client.ObjectKeyFromObject(root), mc); err != nil {
+			return err
+		}
+		change(mc)
+		return f.hub.Client.Update(context.Background(), mc)
+	}))
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/e2e/testenv"
 	"github.com/fluxfed/fluxfed/hub"
 	"github.com/fluxfed/fluxfed/member/render"
 )
@@ -139,12 +141,12 @@ func TestEditingTheRootUpdatesAndRemovesChildren(t *testing.T) {
 	a, b := f.members["member-a"], f.members["member-b"]
 
 	// Resize burst-a, drop burst-b, add burst-c on member-b.
-	got := f.root(t, root)
-	got.Spec.Flux.Bursting.Clusters = []fluxv1alpha2.Burst{
-		{Name: "burst-a", Cluster: "member-a", Size: 1},
-		{Name: "burst-c", Cluster: "member-b", Size: 4},
-	}
-	require.NoError(t, f.hub.Client.Update(ctx, got))
+	f.edit(t, root, func(got *fluxv1alpha2.MiniCluster) {
+		got.Spec.Flux.Bursting.Clusters = []fluxv1alpha2.Burst{
+			{Name: "burst-a", Cluster: "member-a", Size: 1},
+			{Name: "burst-c", Cluster: "member-b", Size: 4},
+		}
+	})
 	f.waitBurst(t, root, "burst-c", fluxv1alpha2.BurstApplied)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		child := a.child(c, ns, "burst-a")
@@ -159,9 +161,9 @@ func TestEditingTheRootUpdatesAndRemovesChildren(t *testing.T) {
 	require.Equal(t, "edited-[0-3],burst-a-0,burst-c-[0-3]", f.root(t, root).Status.Hostlist)
 
 	// Removing every burst that names a member releases the root.
-	got = f.root(t, root)
-	got.Spec.Flux.Bursting.Clusters = nil
-	require.NoError(t, f.hub.Client.Update(ctx, got))
+	f.edit(t, root, func(got *fluxv1alpha2.MiniCluster) {
+		got.Spec.Flux.Bursting.Clusters = nil
+	})
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		require.Nil(c, a.child(c, ns, "burst-a"))
 		require.Nil(c, b.child(c, ns, "burst-c"))
@@ -196,5 +198,112 @@ func TestDeletingTheRootDeletesItsChildrenEverywhere(t *testing.T) {
 			require.NoError(c, m.env.Client.List(ctx, &secrets, client.InNamespace(ns), client.HasLabels{fluxv1alpha2.LabelOriginHub}))
 			require.Empty(c, secrets.Items, "Secrets on %s", m.name)
 		}
+	}, wait, tick)
+}
+
+func TestAnUnreachableMemberDoesNotStopTheOthers(t *testing.T) {
+	f := startFederation(t, hub.Options{}, "member-a", "member-b")
+	ctx := context.Background()
+	ns := f.namespace(t)
+	root := newRoot(ns, "resilient",
+		fluxv1alpha2.Burst{Name: "burst-a", Cluster: "member-a", Size: 3},
+		fluxv1alpha2.Burst{Name: "burst-b", Cluster: "member-b", Size: 2})
+	require.NoError(t, f.hub.Client.Create(ctx, root))
+	f.waitBurst(t, root, "burst-a", fluxv1alpha2.BurstApplied)
+	f.waitBurst(t, root, "burst-b", fluxv1alpha2.BurstApplied)
+	a, b := f.members["member-a"], f.members["member-b"]
+
+	b.proxy.cut()
+	f.edit(t, root, func(got *fluxv1alpha2.MiniCluster) {
+		got.Spec.Flux.Bursting.Clusters[0].Size = 2
+		got.Spec.Flux.Bursting.Clusters[1].Size = 1
+	})
+
+	unreachable := f.waitBurst(t, root, "burst-b", fluxv1alpha2.BurstUnreachable)
+	require.Contains(t, unreachable.Message, "member member-b is unreachable")
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.Equal(c, int32(2), a.child(c, ns, "burst-a").Spec.Size, "member-a is updated while member-b is down")
+	}, wait, tick)
+	cond := meta.FindStatusCondition(f.root(t, root).Status.Conditions, fluxv1alpha2.ConditionBursting)
+	require.Equal(t, metav1.ConditionFalse, cond.Status)
+	require.Equal(t, fluxv1alpha2.ReasonMemberUnreachable, cond.Reason)
+
+	b.proxy.restore(t)
+	f.waitBurst(t, root, "burst-b", fluxv1alpha2.BurstApplied)
+	require.Equal(t, int32(1), b.child(t, ns, "burst-b").Spec.Size, "member-b catches up once it answers")
+}
+
+func TestARotatedKubeconfigIsUsedAndADeletedOneDisengages(t *testing.T) {
+	f := startFederation(t, hub.Options{}, "member-a")
+	ctx := context.Background()
+	ns := f.namespace(t)
+	a := f.members["member-a"]
+	root := newRoot(ns, "rotated", fluxv1alpha2.Burst{Name: "burst-a", Cluster: "member-a", Size: 3})
+	require.NoError(t, f.hub.Client.Create(ctx, root))
+	f.waitBurst(t, root, "burst-a", fluxv1alpha2.BurstApplied)
+
+	// New credentials without any permission: the hub reconnects with them and is refused.
+	nobody, err := a.env.AddUser("nobody")
+	require.NoError(t, err)
+	f.register(t, "member-a", nobody)
+	f.edit(t, root, func(got *fluxv1alpha2.MiniCluster) {
+		got.Spec.Flux.Bursting.Clusters[0].Size = 2
+	})
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		s := burstStatus(f.root(c, root), "burst-a")
+		require.NotNil(c, s)
+		require.NotEqual(c, fluxv1alpha2.BurstApplied, s.Phase, "the old credentials are no longer used: %s", s.Message)
+	}, wait, tick)
+	require.Equal(t, int32(3), a.child(t, ns, "burst-a").Spec.Size)
+
+	// Rotated back to credentials that may: the change goes through.
+	f.register(t, "member-a", a.env.Config)
+	f.waitBurst(t, root, "burst-a", fluxv1alpha2.BurstApplied)
+	require.Equal(t, int32(2), a.child(t, ns, "burst-a").Spec.Size)
+
+	// Deleting the Secret disengages the member.
+	require.NoError(t, f.hub.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "member-a", Namespace: membersNamespace}}))
+	gone := f.waitBurst(t, root, "burst-a", fluxv1alpha2.BurstUnreachable)
+	require.Contains(t, gone.Message, "member member-a is not registered")
+	cond := meta.FindStatusCondition(f.root(t, root).Status.Conditions, fluxv1alpha2.ConditionBursting)
+	require.Equal(t, fluxv1alpha2.ReasonMemberNotFound, cond.Reason)
+}
+
+func TestARefusedKubeconfigIsReportedOnTheSecretAndTheRoot(t *testing.T) {
+	f := startFederation(t, hub.Options{}, "member-a")
+	ctx := context.Background()
+	ns := f.namespace(t)
+	kc, err := testenv.Kubeconfig(f.members["member-a"].env.Config)
+	require.NoError(t, err)
+	exec := []byte(string(kc) + `
+users:
+- name: envtest
+  user:
+    exec:
+      apiVersion: client.authentication.k8s.io/v1
+      command: /bin/steal-credentials
+`)
+	// The users list above replaces the inline credentials with an exec plugin.
+	f.registerKubeconfig(t, "member-x", exec)
+	root := newRoot(ns, "refused", fluxv1alpha2.Burst{Name: "burst-x", Cluster: "member-x", Size: 1})
+	require.NoError(t, f.hub.Client.Create(ctx, root))
+
+	failed := f.waitBurst(t, root, "burst-x", fluxv1alpha2.BurstFailed)
+	require.Contains(t, failed.Message, "KubeconfigRefused")
+	require.Contains(t, failed.Message, "exec")
+	cond := meta.FindStatusCondition(f.root(t, root).Status.Conditions, fluxv1alpha2.ConditionBursting)
+	require.Equal(t, fluxv1alpha2.ReasonKubeconfigRefused, cond.Reason)
+
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		var events eventsv1.EventList
+		require.NoError(c, f.hub.Client.List(ctx, &events, client.InNamespace(membersNamespace)))
+		found := false
+		for _, e := range events.Items {
+			if e.Regarding.Name == "member-x" && e.Reason == fluxv1alpha2.ReasonKubeconfigRefused {
+				found = true
+				require.Contains(c, e.Note, "exec")
+			}
+		}
+		require.True(c, found, "no KubeconfigRefused event on the Secret")
 	}, wait, tick)
 }

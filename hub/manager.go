@@ -42,6 +42,11 @@ func NewManager(ctx context.Context, cfg *rest.Config, local manager.Options, op
 		byObject[&corev1.Pod{}] = cache.ByObject{Label: secrets.Label}
 	}
 	local.Cache.ByObject = byObject
+	// The kubeconfig provider engages members one reconcile at a time, each bounded by the
+	// member sync timeout; several at once keep one silent member from delaying the others.
+	if local.Controller.MaxConcurrentReconciles == 0 {
+		local.Controller.MaxConcurrentReconciles = 4
+	}
 
 	mgr, err := mcmanager.New(cfg, provider, local)
 	if err != nil {

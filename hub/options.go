@@ -171,9 +171,10 @@ func memberClusterOptions(scheme *runtime.Scheme, opts Options) cluster.Option {
 	}
 }
 
-// boundedSync bounds WaitForCacheSync: the provider engages members one at a time and waits
-// for each cache to fill, so without a bound one member that does not answer would stop every
-// member registered after it from being engaged.
+// boundedSync bounds the waits for a member's cache to fill: engaging a member waits for it
+// (WaitForCacheSync, and GetInformer as the watches start), so without a bound a member that
+// does not answer, or refuses to list, would hold the provider forever and keep a rotated
+// kubeconfig from ever being picked up. Past the bound, the engagement fails and is retried.
 type boundedSync struct {
 	cache.Cache
 	timeout time.Duration
@@ -183,6 +184,12 @@ func (b *boundedSync) WaitForCacheSync(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()
 	return b.Cache.WaitForCacheSync(ctx)
+}
+
+func (b *boundedSync) GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error) {
+	ctx, cancel := context.WithTimeout(ctx, b.timeout)
+	defer cancel()
+	return b.Cache.GetInformer(ctx, obj, opts...)
 }
 
 // LocalSecretCache is the local cache's setting for Secrets on a hub: the member reconciler's
