@@ -44,6 +44,21 @@ test: ## Run every test against real API servers (builds the Kubernetes binaries
 bench: ## Run the benchmarks.
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
 
+##@ Local clusters
+
+# Where the local clusters keep kubeconfigs, state and logs, and more flags for `clusters up`,
+# e.g. `make clusters-up CLUSTERS_FLAGS='-n 2 -nodes 4'`.
+CLUSTERS_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/fluxfed/clusters
+CLUSTERS_FLAGS ?=
+
+.PHONY: clusters-up
+clusters-up: k8s-binaries ## Start clusters hub, member-a and member-b as local processes and leave them running.
+	$(GO) run ./e2e/clusters/cmd/clusters up -dir $(CLUSTERS_DIR) $(CLUSTERS_FLAGS)
+
+.PHONY: clusters-down
+clusters-down: ## Stop the clusters that clusters-up started and remove their files.
+	$(GO) run ./e2e/clusters/cmd/clusters down -dir $(CLUSTERS_DIR)
+
 ##@ Code generation
 
 .PHONY: generate

@@ -1,0 +1,539 @@
+// Package clusters brings up several Kubernetes clusters on one machine for fluxfed's end-to-end
+// tests and demos.
+//
+// The local provider (the default) runs each cluster as plain processes: etcd, kube-apiserver,
+// kube-controller-manager, kube-scheduler and kwok, found through e2e/k8sbin. kwok simulates the
+// nodes (NodesPerCluster per cluster, with addresses that differ across clusters) and the pods on
+// them: a scheduled pod becomes Running and Ready and stays so until a test sets
+// AnnotationExitCode on it. No container runs and no Docker engine is needed.
+//
+// The kind provider (FLUXFED_E2E_PROVIDER=kind) runs the same Environment on kind clusters instead,
+// for machines with a Docker engine.
+//
+// Either way every cluster gets a kubeconfig of its own, with the CA and an administrator's
+// client certificate inline, and the run directory gets a merged kubeconfig with one context per
+// cluster, named after it. A state file in the run directory records what was started, so that a
+// later program (`go run ./e2e/clusters/cmd/clusters down`) can stop clusters that outlived the
+// program that started them.
+package clusters
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// EnvProvider names the environment variable that chooses the provider when Options.Provider is
+// empty: ProviderLocal (the default) or ProviderKind.
+const EnvProvider = "FLUXFED_E2E_PROVIDER"
+
+// The providers.
+const (
+	// ProviderLocal runs each cluster as local processes with kwok's simulated nodes.
+	ProviderLocal = "local"
+	// ProviderKind runs each cluster with kind, which needs a Docker engine and the kind CLI.
+	ProviderKind = "kind"
+)
+
+// Defaults of Options.
+const (
+	DefaultNodesPerCluster = 2
+	DefaultTimeout         = 3 * time.Minute
+)
+
+// StateFile is the name of the file in the run directory that records the Environment.
+const StateFile = "state.json"
+
+// Options say which clusters to bring up, and how.
+type Options struct {
+	// Names of the clusters, each a DNS label. When empty, Count clusters are named by
+	// DefaultNames.
+	Names []string
+	// Count of clusters when Names is empty; 0 means 3.
+	Count int
+	// Dir is the run directory: kubeconfigs, the state file, and per cluster its data, key
+	// material and logs (<Dir>/<cluster>/logs/<component>.log). Required; StartT defaults it to a
+	// temporary directory.
+	Dir string
+	// NodesPerCluster is the number of simulated nodes (kind: worker nodes) per cluster; 0 means
+	// DefaultNodesPerCluster.
+	NodesPerCluster int
+	// Provider is ProviderLocal or ProviderKind; empty means $FLUXFED_E2E_PROVIDER, else local.
+	Provider string
+	// Detach lets the clusters outlive this program; they are stopped by Stop on an Environment
+	// that Load returns. Without it, the kernel kills the local processes if this program dies.
+	Detach bool
+	// Timeout bounds the bring-up of all the clusters; 0 means DefaultTimeout.
+	Timeout time.Duration
+	// Logf, when set, receives progress messages.
+	Logf func(format string, args ...any)
+}
+
+// Environment is a set of running clusters.
+type Environment struct {
+	// Provider is the provider that brought the clusters up.
+	Provider string `json:"provider"`
+	// Dir is the run directory.
+	Dir string `json:"dir"`
+	// Kubeconfig is the path of the merged kubeconfig: one context per cluster, named after the
+	// cluster, the first cluster's current.
+	Kubeconfig string `json:"kubeconfig"`
+	// Clusters in the order of Options.Names.
+	Clusters []*Cluster `json:"clusters"`
+
+	mu      sync.Mutex // guards what bring-up records in the clusters, and the state file
+	stopped bool
+	logf    func(format string, args ...any)
+}
+
+// Cluster is one running cluster.
+type Cluster struct {
+	// Name of the cluster, also the name of its context, cluster and user in the kubeconfigs.
+	Name string `json:"name"`
+	// Dir holds the cluster's files.
+	Dir string `json:"dir"`
+	// Kubeconfig is the path of the cluster's own kubeconfig, which the hub accepts as a member's.
+	Kubeconfig string `json:"kubeconfig"`
+	// Config reaches the API server as an administrator.
+	Config *rest.Config `json:"-"`
+	// NodeAddresses are the InternalIP addresses of the cluster's nodes, in node name order.
+	NodeAddresses []string `json:"nodeAddresses,omitempty"`
+	// Processes of a local cluster, in the order they were started.
+	Processes []*Process `json:"processes,omitempty"`
+	// KindName is the name of a kind cluster, unique on the Docker host.
+	KindName string `json:"kindName,omitempty"`
+
+	// index orders the clusters and picks their address ranges.
+	index int
+}
+
+// provider brings a cluster up to the point where its kubeconfig reaches a serving API server, and
+// tears it down; the rest (waiting until it is usable, merging kubeconfigs) is shared.
+type provider interface {
+	// prepare checks that the provider can bring clusters up as opts say, before anything starts.
+	prepare(opts Options) error
+	// up starts c and writes c.Kubeconfig. It records what it starts in c as it goes (through
+	// env.addProcess) so that a failure half-way can be cleaned up.
+	up(ctx context.Context, env *Environment, c *Cluster) error
+	// down stops c; it must work on a Cluster loaded from the state file.
+	down(c *Cluster) error
+	// nodeCount is how many nodes a cluster has when asked for perCluster.
+	nodeCount(perCluster int) int
+}
+
+// DefaultNames returns n cluster names: hub, member-a, member-b, ... (member-<n> past member-z).
+func DefaultNames(n int) []string {
+	names := make([]string, 0, n)
+	if n > 0 {
+		names = append(names, "hub")
+	}
+	for i := 1; i < n; i++ {
+		if i <= 26 {
+			names = append(names, "member-"+string(rune('a'+i-1)))
+		} else {
+			names = append(names, fmt.Sprintf("member-%d", i))
+		}
+	}
+	return names
+}
+
+// maxClusters and maxNodes keep every cluster's and node's addresses inside its own /16 (see
+// addressPlan).
+const (
+	maxClusters = 200
+	maxNodes    = 200
+)
+
+func (o *Options) complete() error {
+	if len(o.Names) == 0 {
+		if o.Count == 0 {
+			o.Count = 3
+		}
+		o.Names = DefaultNames(o.Count)
+	}
+	if len(o.Names) > maxClusters {
+		return fmt.Errorf("%d clusters asked for; at most %d", len(o.Names), maxClusters)
+	}
+	seen := map[string]bool{}
+	for _, name := range o.Names {
+		if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+			return fmt.Errorf("cluster name %q: %v", name, errs)
+		}
+		if seen[name] {
+			return fmt.Errorf("cluster name %q appears twice", name)
+		}
+		seen[name] = true
+	}
+	if o.NodesPerCluster == 0 {
+		o.NodesPerCluster = DefaultNodesPerCluster
+	}
+	if o.NodesPerCluster < 1 || o.NodesPerCluster > maxNodes {
+		return fmt.Errorf("%d nodes per cluster asked for; between 1 and %d", o.NodesPerCluster, maxNodes)
+	}
+	if o.Provider == "" {
+		o.Provider = os.Getenv(EnvProvider)
+	}
+	if o.Provider == "" {
+		o.Provider = ProviderLocal
+	}
+	if o.Provider != ProviderLocal && o.Provider != ProviderKind {
+		return fmt.Errorf("provider %q: want %q or %q (from %s or Options.Provider)", o.Provider, ProviderLocal, ProviderKind, EnvProvider)
+	}
+	if o.Dir == "" {
+		return errors.New("no run directory (Options.Dir)")
+	}
+	dir, err := filepath.Abs(o.Dir)
+	if err != nil {
+		return fmt.Errorf("run directory: %w", err)
+	}
+	o.Dir = dir
+	if o.Timeout == 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	return nil
+}
+
+// newProvider returns an unprepared provider, which can stop clusters but not start them.
+func newProvider(name string) (provider, error) {
+	switch name {
+	case ProviderLocal:
+		return &localProvider{}, nil
+	case ProviderKind:
+		return &kindProvider{}, nil
+	}
+	return nil, fmt.Errorf("unknown provider %q", name)
+}
+
+// Start brings up the clusters in parallel and returns once every one serves its API, has the
+// default ServiceAccount in namespace default (so pods can be created) and all its nodes Ready.
+// On failure it stops whatever it started and returns an error that quotes the end of the log
+// of a component that exited. Call Stop when done.
+func Start(ctx context.Context, opts Options) (*Environment, error) {
+	if err := opts.complete(); err != nil {
+		return nil, err
+	}
+	if err := prepareDir(opts.Dir, opts.Names); err != nil {
+		return nil, err
+	}
+	prov, err := newProvider(opts.Provider)
+	if err != nil {
+		return nil, err
+	}
+	if err := prov.prepare(opts); err != nil {
+		return nil, err
+	}
+	env := &Environment{
+		Provider:   opts.Provider,
+		Dir:        opts.Dir,
+		Kubeconfig: filepath.Join(opts.Dir, "kubeconfig"),
+		logf:       opts.Logf,
+	}
+	for i, name := range opts.Names {
+		dir := filepath.Join(opts.Dir, name)
+		env.Clusters = append(env.Clusters, &Cluster{Name: name, Dir: dir, Kubeconfig: filepath.Join(dir, "kubeconfig"), index: i})
+	}
+	if err := env.save(); err != nil {
+		return nil, err
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	start := time.Now()
+	errs := make([]error, len(env.Clusters))
+	var wg sync.WaitGroup
+	for i, c := range env.Clusters {
+		wg.Go(func() {
+			if err := env.bringUp(ctx, prov, c, opts.NodesPerCluster); err != nil {
+				errs[i] = fmt.Errorf("cluster %s: %w", c.Name, err)
+				cancel() // the others need not finish
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		// The clusters cancelled by the failure only repeat the context's error.
+		var first []error
+		for _, e := range errs {
+			if e != nil && !errors.Is(e, context.Canceled) {
+				first = append(first, e)
+			}
+		}
+		if len(first) > 0 {
+			err = errors.Join(first...)
+		}
+		if stopErr := env.stop(prov); stopErr != nil {
+			err = errors.Join(err, fmt.Errorf("stopping after the failure: %w", stopErr))
+		}
+		return nil, err
+	}
+	if err := env.writeMergedKubeconfig(); err != nil {
+		return nil, errors.Join(err, env.stop(prov))
+	}
+	if err := env.save(); err != nil {
+		return nil, errors.Join(err, env.stop(prov))
+	}
+	env.logf("%d clusters up in %s; kubeconfig %s", len(env.Clusters), time.Since(start).Round(100*time.Millisecond), env.Kubeconfig)
+	return env, nil
+}
+
+// prepareDir creates the run directory and refuses one in use by clusters that are still running
+// or holding the data of earlier clusters with the same names.
+func prepareDir(dir string, names []string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("creating the run directory: %w", err)
+	}
+	if old, err := Load(dir); err == nil && old.Running() {
+		return fmt.Errorf("%s holds running clusters; stop them first (go run ./e2e/clusters/cmd/clusters down -dir %s)", dir, dir)
+	}
+	for _, name := range names {
+		entries, err := os.ReadDir(filepath.Join(dir, name))
+		if err == nil && len(entries) > 0 {
+			return fmt.Errorf("%s is left from an earlier run; remove it (or run `clusters down -dir %s`)", filepath.Join(dir, name), dir)
+		}
+	}
+	return nil
+}
+
+// bringUp starts one cluster and waits until it is usable.
+func (env *Environment) bringUp(ctx context.Context, prov provider, c *Cluster, nodes int) error {
+	start := time.Now()
+	env.logf("Starting cluster %s", c.Name)
+	if err := os.MkdirAll(filepath.Join(c.Dir, "logs"), 0o755); err != nil {
+		return err
+	}
+	if err := prov.up(ctx, env, c); err != nil {
+		return err
+	}
+	if err := env.waitUsable(ctx, c, prov.nodeCount(nodes)); err != nil {
+		return err
+	}
+	env.logf("Cluster %s is up in %s at %s (nodes %v)", c.Name, time.Since(start).Round(100*time.Millisecond), c.Config.Host, c.NodeAddresses)
+	return nil
+}
+
+// Cluster returns the cluster named name, or nil.
+func (env *Environment) Cluster(name string) *Cluster {
+	for _, c := range env.Clusters {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// Running reports whether any process of the Environment still runs (always false for kind,
+// whose clusters this package cannot see without Docker).
+func (env *Environment) Running() bool {
+	env.mu.Lock()
+	defer env.mu.Unlock()
+	for _, c := range env.Clusters {
+		for _, p := range c.Processes {
+			if p.Running() && p.ours() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Stop stops every cluster: each local process by its PID, with its process group; each kind
+// cluster with kind. The files stay for diagnosis (the state file then records stopped
+// processes); RemoveFiles removes them. Stop may be called more than once.
+func (env *Environment) Stop() error {
+	prov, err := newProvider(env.Provider)
+	if err != nil {
+		return err
+	}
+	return env.stop(prov)
+}
+
+func (env *Environment) stop(prov provider) error {
+	env.mu.Lock()
+	if env.stopped {
+		env.mu.Unlock()
+		return nil
+	}
+	env.stopped = true
+	env.mu.Unlock()
+
+	errs := make([]error, len(env.Clusters))
+	var wg sync.WaitGroup
+	for i, c := range env.Clusters {
+		wg.Go(func() {
+			if err := prov.down(c); err != nil {
+				errs[i] = fmt.Errorf("stopping cluster %s: %w", c.Name, err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// RemoveFiles removes what Start wrote in the run directory (each cluster's directory, the merged
+// kubeconfig, the state file) and the directory itself if nothing else is left in it. Call it
+// after Stop.
+func (env *Environment) RemoveFiles() error {
+	var errs []error
+	for _, c := range env.Clusters {
+		errs = append(errs, os.RemoveAll(c.Dir))
+	}
+	for _, f := range []string{env.Kubeconfig, filepath.Join(env.Dir, StateFile)} {
+		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	if entries, err := os.ReadDir(env.Dir); err == nil && len(entries) == 0 {
+		errs = append(errs, os.Remove(env.Dir))
+	}
+	return errors.Join(errs...)
+}
+
+// Load returns the Environment recorded in the state file of the run directory dir, with a
+// rest.Config for every cluster whose kubeconfig exists. Its Stop stops the clusters even when
+// another program started them.
+func Load(dir string) (*Environment, error) {
+	path := filepath.Join(dir, StateFile)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	env := &Environment{logf: func(string, ...any) {}}
+	if err := json.Unmarshal(data, env); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	for i, c := range env.Clusters {
+		c.index = i
+		if cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig); err == nil {
+			c.Config = cfg
+		}
+	}
+	return env, nil
+}
+
+// save writes the state file, atomically so that a reader never sees half of it.
+func (env *Environment) save() error {
+	env.mu.Lock()
+	defer env.mu.Unlock()
+	return env.saveLocked()
+}
+
+func (env *Environment) saveLocked() error {
+	data, err := json.MarshalIndent(env, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding the state: %w", err)
+	}
+	path := filepath.Join(env.Dir, StateFile)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(data, '\n'), 0o600); err != nil {
+		return fmt.Errorf("writing the state: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("writing the state: %w", err)
+	}
+	return nil
+}
+
+// update changes the Environment under its lock and writes the state file.
+func (env *Environment) update(change func()) error {
+	env.mu.Lock()
+	defer env.mu.Unlock()
+	change()
+	return env.saveLocked()
+}
+
+// addProcess records a process of c in the state file as soon as it started.
+func (env *Environment) addProcess(c *Cluster, p *Process) error {
+	env.mu.Lock()
+	defer env.mu.Unlock()
+	c.Processes = append(c.Processes, p)
+	return env.saveLocked()
+}
+
+// dropProcess forgets a process that exited before it was ready and is being replaced.
+func (env *Environment) dropProcess(c *Cluster, p *Process) {
+	env.mu.Lock()
+	defer env.mu.Unlock()
+	c.Processes = slices.DeleteFunc(c.Processes, func(q *Process) bool { return q == p })
+	_ = env.saveLocked() // the process is gone; a stale entry is harmless
+}
+
+// exited returns an error for the first process of c that is no longer running.
+func (env *Environment) exited(c *Cluster) error {
+	env.mu.Lock()
+	defer env.mu.Unlock()
+	for _, p := range c.Processes {
+		if p.exited() {
+			return exitError(p)
+		}
+	}
+	return nil
+}
+
+// writeMergedKubeconfig writes the kubeconfig with a context per cluster.
+func (env *Environment) writeMergedKubeconfig() error {
+	var kcs []namedKubeconfig
+	for _, c := range env.Clusters {
+		kc, err := clientcmd.LoadFromFile(c.Kubeconfig)
+		if err != nil {
+			return fmt.Errorf("reading the kubeconfig of %s: %w", c.Name, err)
+		}
+		kcs = append(kcs, namedKubeconfig{Name: c.Name, Config: kc})
+	}
+	merged, err := merge(kcs)
+	if err != nil {
+		return err
+	}
+	return writeKubeconfig(env.Kubeconfig, merged)
+}
+
+// StartT starts clusters for a test and stops them when the test ends. Dir defaults to a
+// temporary directory and Logf to t.Logf. When the test failed, the end of every component's log
+// is logged before the clusters stop.
+func StartT(t testing.TB, opts Options) *Environment {
+	t.Helper()
+	if opts.Dir == "" {
+		opts.Dir = t.TempDir()
+	}
+	if opts.Logf == nil {
+		opts.Logf = t.Logf
+	}
+	env, err := Start(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("starting clusters: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			env.logTails(t)
+		}
+		if err := env.Stop(); err != nil {
+			t.Errorf("stopping clusters: %v", err)
+		}
+	})
+	return env
+}
+
+// logTails logs the end of every component's log, for a failed test.
+func (env *Environment) logTails(t testing.TB) {
+	t.Helper()
+	env.mu.Lock()
+	defer env.mu.Unlock()
+	for _, c := range env.Clusters {
+		for _, p := range c.Processes {
+			t.Logf("cluster %s, %s (%s):\n%s", c.Name, p.Component, p.Log, tail(p.Log, 10))
+		}
+	}
+}

@@ -1,0 +1,378 @@
+package clusters
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/fluxfed/fluxfed/e2e/k8sbin"
+)
+
+// The components of a local cluster, also the names of their binaries and log files.
+const (
+	componentEtcd       = "etcd"
+	componentAPIServer  = "kube-apiserver"
+	componentController = "kube-controller-manager"
+	componentScheduler  = "kube-scheduler"
+	componentKwok       = "kwok"
+)
+
+var localBinaries = []string{componentEtcd, componentAPIServer, componentController, componentScheduler, componentKwok}
+
+// controllers are the kube-controller-manager controllers a MiniCluster and the tests need: Jobs
+// and their pods, owner-based deletion, namespaces, service accounts and their tokens, Service
+// endpoints (headless Services of the brokers), and the workload controllers tests may use.
+// Controllers for real nodes, volumes and clouds are left out: nothing here has them.
+var controllers = []string{
+	"job-controller",
+	"garbage-collector-controller",
+	"namespace-controller",
+	"serviceaccount-controller",
+	"serviceaccount-token-controller",
+	"root-ca-certificate-publisher-controller",
+	"endpoints-controller",
+	"endpointslice-controller",
+	"replicaset-controller",
+	"deployment-controller",
+	"statefulset-controller",
+	"cronjob-controller",
+	"ttl-after-finished-controller",
+	"pod-garbage-collector-controller",
+	"disruption-controller",
+	"clusterrole-aggregation-controller",
+}
+
+// serviceAccountIssuer is the issuer of service account tokens in every local cluster.
+const serviceAccountIssuer = "https://kubernetes.default.svc.cluster.local"
+
+// startAttempts bounds how often a component is started again on new ports after another
+// program took one of its ports.
+const startAttempts = 3
+
+// stopGrace is how long a component has to exit after SIGTERM before it gets SIGKILL.
+const stopGrace = 10 * time.Second
+
+// localProvider runs each cluster as local processes.
+type localProvider struct {
+	bin    string
+	ports  *portAllocator
+	detach bool
+	nodes  int
+	stages []byte
+}
+
+func (l *localProvider) prepare(opts Options) error {
+	bin, err := k8sbin.Dir(localBinaries...)
+	if err != nil {
+		return err
+	}
+	stages, err := renderStages(nodeResources)
+	if err != nil {
+		return err
+	}
+	l.bin, l.ports, l.detach, l.nodes, l.stages = bin, newPortAllocator(), opts.Detach, opts.NodesPerCluster, stages
+	return nil
+}
+
+// addressPlan gives each cluster its own 10.<k>.0.0/16, k = index+1, so that node, pod and
+// Service addresses never repeat across clusters: nodes 10.k.0.n, node n's pods 10.k.n.0/24,
+// Services 10.k.240.0/20 (the kubernetes Service at 10.k.240.1), and a fallback pod range
+// 10.k.239.0/24 for nodes kwok knows nothing about.
+type addressPlan struct{ k int }
+
+func planFor(index int) addressPlan { return addressPlan{k: index + 1} }
+
+func (a addressPlan) nodeIP(n int) string     { return fmt.Sprintf("10.%d.0.%d", a.k, n) }
+func (a addressPlan) podCIDR(n int) string    { return fmt.Sprintf("10.%d.%d.0/24", a.k, n) }
+func (a addressPlan) serviceCIDR() string     { return fmt.Sprintf("10.%d.240.0/20", a.k) }
+func (a addressPlan) serviceIP() net.IP       { return net.IPv4(10, byte(a.k), 240, 1) }
+func (a addressPlan) fallbackPodCIDR() string { return fmt.Sprintf("10.%d.239.0/24", a.k) }
+
+// nodeName names node n (from 1) of a cluster; the cluster's name in it keeps node names apart
+// across clusters too.
+func nodeName(cluster string, n int) string { return fmt.Sprintf("%s-node-%d", cluster, n) }
+
+func (l *localProvider) path(name string) string { return filepath.Join(l.bin, name) }
+
+func (l *localProvider) up(ctx context.Context, env *Environment, c *Cluster) error {
+	plan := planFor(c.index)
+	keys, err := newPKI(c.Name, plan.serviceIP())
+	if err != nil {
+		return err
+	}
+	files, err := keys.write(filepath.Join(c.Dir, "pki"))
+	if err != nil {
+		return err
+	}
+	stagesPath := filepath.Join(c.Dir, "kwok-stages.yaml")
+	if err := os.WriteFile(stagesPath, l.stages, 0o644); err != nil {
+		return err
+	}
+	logPath := func(component string) string { return filepath.Join(c.Dir, "logs", component+".log") }
+
+	var etcdURL string
+	dataDir := filepath.Join(c.Dir, "etcd")
+	if err := l.startWithRetry(ctx, env, c, 2, func(ports []int) (procSpec, error) {
+		etcdURL = "http://127.0.0.1:" + strconv.Itoa(ports[0])
+		peerURL := "http://127.0.0.1:" + strconv.Itoa(ports[1])
+		// A failed attempt may have left a member behind with other URLs.
+		if err := os.RemoveAll(dataDir); err != nil {
+			return procSpec{}, err
+		}
+		return procSpec{
+			component: componentEtcd, path: l.path(componentEtcd), dir: c.Dir, log: logPath(componentEtcd),
+			args: []string{
+				"--name=" + c.Name,
+				"--data-dir=" + dataDir,
+				"--listen-client-urls=" + etcdURL,
+				"--advertise-client-urls=" + etcdURL,
+				"--listen-peer-urls=" + peerURL,
+				"--initial-advertise-peer-urls=" + peerURL,
+				"--initial-cluster=" + c.Name + "=" + peerURL,
+				"--initial-cluster-state=new",
+				// Throwaway data: durability buys nothing and fsync is slow on shared disks.
+				"--unsafe-no-fsync=true",
+				"--log-level=warn",
+			},
+		}, nil
+	}, func(ctx context.Context) (bool, error) { return etcdHealthy(ctx, etcdURL) }); err != nil {
+		return err
+	}
+
+	var cs kubernetes.Interface
+	if err := l.startWithRetry(ctx, env, c, 1, func(ports []int) (procSpec, error) {
+		server := "https://127.0.0.1:" + strconv.Itoa(ports[0])
+		if err := writeKubeconfig(c.Kubeconfig, adminKubeconfig(c.Name, server, keys)); err != nil {
+			return procSpec{}, err
+		}
+		cfg, err := restConfig(c.Kubeconfig)
+		if err != nil {
+			return procSpec{}, err
+		}
+		if cs, err = kubernetes.NewForConfig(cfg); err != nil {
+			return procSpec{}, err
+		}
+		return procSpec{
+			component: componentAPIServer, path: l.path(componentAPIServer), dir: c.Dir, log: logPath(componentAPIServer),
+			args: []string{
+				"--etcd-servers=" + etcdURL,
+				"--bind-address=127.0.0.1",
+				"--advertise-address=127.0.0.1",
+				// The kubernetes Service's endpoint would be the loopback address, which Endpoints
+				// refuse; nothing in a cluster of simulated pods dials it anyway.
+				"--endpoint-reconciler-type=none",
+				"--secure-port=" + strconv.Itoa(ports[0]),
+				"--cert-dir=" + filepath.Join(c.Dir, "pki"),
+				"--tls-cert-file=" + files.ServingCert,
+				"--tls-private-key-file=" + files.ServingKey,
+				"--client-ca-file=" + files.CACert,
+				"--service-account-issuer=" + serviceAccountIssuer,
+				"--service-account-key-file=" + files.ServiceAccountPubKey,
+				"--service-account-signing-key-file=" + files.ServiceAccountKey,
+				"--service-cluster-ip-range=" + plan.serviceCIDR(),
+				"--authorization-mode=RBAC",
+				// The plugin taints every new node not-ready until the node lifecycle controller
+				// sees it Ready. That controller is not run (it would evict pods whenever kwok
+				// renews a lease late on a busy machine), so the taint would stay for good.
+				"--disable-admission-plugins=TaintNodesByCondition",
+				"--allow-privileged=true",
+				"--profiling=false",
+			},
+		}, nil
+	}, func(ctx context.Context) (bool, error) { return readyz(ctx, cs) }); err != nil {
+		return err
+	}
+
+	kwokEnv := append(os.Environ(), "HOME="+c.Dir) // kwok also reads ~/.kwok/kwok.yaml; not the user's
+	for _, spec := range []procSpec{{
+		component: componentController, path: l.path(componentController),
+		args: []string{
+			"--kubeconfig=" + c.Kubeconfig,
+			"--leader-elect=false",
+			"--secure-port=0",
+			"--controllers=" + strings.Join(controllers, ","),
+			"--use-service-account-credentials=false",
+			"--service-account-private-key-file=" + files.ServiceAccountKey,
+			"--root-ca-file=" + files.CACert,
+			"--cluster-name=" + c.Name,
+		},
+	}, {
+		component: componentScheduler, path: l.path(componentScheduler),
+		args: []string{
+			"--kubeconfig=" + c.Kubeconfig,
+			"--leader-elect=false",
+			"--secure-port=0",
+		},
+	}, {
+		component: componentKwok, path: l.path(componentKwok), env: kwokEnv,
+		args: []string{
+			"--kubeconfig=" + c.Kubeconfig,
+			"--config=" + stagesPath,
+			"--manage-nodes-with-annotation-selector=" + annotationKwokNode + "=" + kwokNodeValue,
+			"--node-lease-duration-seconds=40",
+			"--cidr=" + plan.fallbackPodCIDR(),
+		},
+	}} {
+		spec.dir, spec.log = c.Dir, logPath(spec.component)
+		p, err := startProcess(spec, l.detach)
+		if err != nil {
+			return err
+		}
+		if err := env.addProcess(c, p); err != nil {
+			return err
+		}
+	}
+	return createNodes(ctx, cs, c.Name, plan, l.nodes)
+}
+
+func (l *localProvider) nodeCount(perCluster int) int { return perCluster }
+
+// startWithRetry starts a component that listens on n ports and waits until ready says so. When
+// the component exits because another program took one of its ports in the meantime, it starts
+// it again on new ports.
+func (l *localProvider) startWithRetry(ctx context.Context, env *Environment, c *Cluster, n int,
+	build func(ports []int) (procSpec, error), ready func(context.Context) (bool, error),
+) error {
+	for attempt := 1; ; attempt++ {
+		ports, err := l.ports.take(n)
+		if err != nil {
+			return err
+		}
+		spec, err := build(ports)
+		if err != nil {
+			return err
+		}
+		p, err := startProcess(spec, l.detach)
+		if err != nil {
+			return err
+		}
+		if err := env.addProcess(c, p); err != nil {
+			return err
+		}
+		err = env.poll(ctx, c, spec.component+" to be ready", spec.component, ready)
+		if err == nil {
+			return nil
+		}
+		if !p.exited() || !portTaken(tail(p.Log, tailLines)) || attempt == startAttempts {
+			return err
+		}
+		env.logf("Cluster %s: another program took a port of %s; starting it on new ports", c.Name, spec.component)
+		env.dropProcess(c, p)
+	}
+}
+
+// etcdHealthy asks etcd's /health endpoint.
+func etcdHealthy(ctx context.Context, url string) (bool, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/health", http.NoBody)
+	if err != nil {
+		return false, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if err != nil {
+		return false, err
+	}
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"health":"true"`) {
+		return false, fmt.Errorf("etcd health: %s %s", resp.Status, body)
+	}
+	return true, nil
+}
+
+// createNodes registers the simulated nodes, which kwok then brings to Ready and keeps there.
+func createNodes(ctx context.Context, cs kubernetes.Interface, cluster string, plan addressPlan, count int) error {
+	for n := 1; n <= count; n++ {
+		node := simulatedNode(cluster, plan, n)
+		created, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("creating node %s: %w", node.Name, err)
+		}
+		// The addresses are what makes nodes of different clusters distinct; make sure they
+		// survived creation rather than trust that the API server keeps a new node's status.
+		if len(created.Status.Addresses) == 0 {
+			created.Status = node.Status
+			if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+				return fmt.Errorf("setting the status of node %s: %w", node.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// simulatedNode is node n (from 1) of a cluster, marked for kwok, with its own InternalIP and pod
+// range and room for tens of pods. It carries no taint, so that any pod can land on it.
+func simulatedNode(cluster string, plan addressPlan, n int) *corev1.Node {
+	name := nodeName(cluster, n)
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name,
+			Labels: map[string]string{
+				corev1.LabelHostname:   name,
+				corev1.LabelOSStable:   "linux",
+				corev1.LabelArchStable: "amd64",
+				"type":                 "kwok",
+			},
+			Annotations: map[string]string{
+				annotationKwokNode: kwokNodeValue,
+				// No kubelet watches ConfigMaps and Secrets for these nodes' pods.
+				"node.alpha.kubernetes.io/ttl": "0",
+			},
+		},
+		Spec: corev1.NodeSpec{PodCIDR: plan.podCIDR(n), PodCIDRs: []string{plan.podCIDR(n)}},
+		Status: corev1.NodeStatus{
+			Addresses: []corev1.NodeAddress{
+				{Type: corev1.NodeInternalIP, Address: plan.nodeIP(n)},
+				{Type: corev1.NodeHostName, Address: name},
+			},
+			Allocatable: nodeResources.DeepCopy(),
+			Capacity:    nodeResources.DeepCopy(),
+		},
+	}
+}
+
+// down stops the cluster's processes: the clients of the API server first, all at once, then the
+// API server, then etcd, so that none of them spends its grace period retrying a server that went
+// away.
+func (l *localProvider) down(c *Cluster) error {
+	var clients, servers []*Process
+	for _, p := range c.Processes {
+		switch p.Component {
+		case componentAPIServer:
+			servers = append([]*Process{p}, servers...)
+		case componentEtcd:
+			servers = append(servers, p)
+		default:
+			clients = append(clients, p)
+		}
+	}
+	errs := make([]error, len(clients))
+	var wg sync.WaitGroup
+	for i, p := range clients {
+		wg.Go(func() { errs[i] = p.stop(stopGrace) })
+	}
+	wg.Wait()
+	for _, p := range servers {
+		errs = append(errs, p.stop(stopGrace))
+	}
+	return errors.Join(errs...)
+}
