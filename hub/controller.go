@@ -281,6 +281,12 @@ func (r *Reconciler) applyFinalizer(ctx context.Context, root *fluxv1alpha2.Mini
 	return nil
 }
 
+// Member returns the engaged cluster of a member, or why there is none.
+func (r *Reconciler) Member(ctx context.Context, name string) (cluster.Cluster, error) {
+	cl, _, err := r.member(ctx, name)
+	return cl, err
+}
+
 // eventf records an event on root.
 func (r *Reconciler) eventf(root *fluxv1alpha2.MiniCluster, eventType, reason, action, format string, args ...any) {
 	r.recorder.Eventf(root, nil, eventType, reason, action, format, args...)

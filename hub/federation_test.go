@@ -60,6 +60,7 @@ type memberCluster struct {
 
 // federation is a hub with its members.
 type federation struct {
+	mu       sync.Mutex
 	hub      *testenv.Env
 	members  map[string]*memberCluster
 	reconc   *hub.Reconciler
@@ -126,11 +127,7 @@ func startFederation(t *testing.T, opts hub.Options, memberNames ...string) *fed
 	ctx := context.Background()
 	require.NoError(t, f.hub.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: membersNamespace}}))
 	for _, name := range memberNames {
-		m := &memberCluster{name: name, env: testenv.Start(t)}
-		m.proxy = startProxy(t, m.env.Config.Host)
-		runMemberReconciler(t, m.env.Config, m.env)
-		f.members[name] = m
-		f.register(t, name, m.env.Config)
+		f.addMember(t, name)
 	}
 
 	opts.Name = hubName
@@ -143,6 +140,8 @@ func startFederation(t *testing.T, opts hub.Options, memberNames ...string) *fed
 	setDefault(&opts.MemberConnectTimeout, 2*time.Second)
 	setDefault(&opts.MemberSyncTimeout, 5*time.Second)
 	opts.RESTOptions = append(opts.RESTOptions, func(cfg *rest.Config) error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
 		for _, m := range f.members {
 			if cfg.Host == m.proxy.url() {
 				cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
@@ -183,6 +182,20 @@ func setDefault[T comparable](v *T, def T) {
 	if *v == zero {
 		*v = def
 	}
+}
+
+// addMember starts a member cluster and registers it. Its proxy is cut before its API server
+// stops, so that the hub's open watches do not hold up the shutdown.
+func (f *federation) addMember(t *testing.T, name string) *memberCluster {
+	t.Helper()
+	m := &memberCluster{name: name, env: testenv.Start(t)}
+	m.proxy = startProxy(t, m.env.Config.Host)
+	runMemberReconciler(t, m.env.Config, m.env)
+	f.mu.Lock()
+	f.members[name] = m
+	f.mu.Unlock()
+	f.register(t, name, m.env.Config)
+	return m
 }
 
 // runMemberReconciler runs the MiniCluster reconciler on a member, as `fluxfed manager` does.

@@ -2,7 +2,10 @@ package hub_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -306,4 +309,286 @@ users:
 		}
 		require.True(c, found, "no KubeconfigRefused event on the Secret")
 	}, wait, tick)
+}
+
+func TestTwoRootsShareAMemberWithoutInterfering(t *testing.T) {
+	f := startFederation(t, hub.Options{}, "member-a")
+	ctx := context.Background()
+	a := f.members["member-a"]
+	ns1, ns2 := f.namespace(t), f.namespace(t)
+	one := newRoot(ns1, "sim", fluxv1alpha2.Burst{Name: "burst", Cluster: "member-a", Size: 2})
+	two := newRoot(ns2, "sim", fluxv1alpha2.Burst{Name: "burst", Cluster: "member-a", Size: 3})
+	require.NoError(t, f.hub.Client.Create(ctx, one))
+	require.NoError(t, f.hub.Client.Create(ctx, two))
+	f.waitBurst(t, one, "burst", fluxv1alpha2.BurstApplied)
+	f.waitBurst(t, two, "burst", fluxv1alpha2.BurstApplied)
+	require.Equal(t, int32(2), a.child(t, ns1, "burst").Spec.Size)
+	require.Equal(t, int32(3), a.child(t, ns2, "burst").Spec.Size)
+	certOf := func(ns string) []byte {
+		s := &corev1.Secret{}
+		require.NoError(t, a.env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "burst-curve"}, s))
+		return s.Data[render.KeyCurveCert]
+	}
+	require.NotEqual(t, certOf(ns1), certOf(ns2), "each federation has its own certificate")
+
+	require.NoError(t, f.hub.Client.Delete(ctx, one))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.Nil(c, a.child(c, ns1, "burst"))
+	}, wait, tick)
+	require.NotNil(t, a.child(t, ns2, "burst"), "the other root's child stays")
+	f.waitBurst(t, two, "burst", fluxv1alpha2.BurstApplied)
+	deleted, err := f.reconc.Sweep(ctx)
+	require.NoError(t, err)
+	require.Empty(t, deleted, "a live root's child is no orphan")
+}
+
+func TestTheOrphanSweepDeletesOnlyTheChildrenOfGoneRoots(t *testing.T) {
+	f := startFederation(t, hub.Options{}, "member-a")
+	ctx := context.Background()
+	a := f.members["member-a"]
+	ns := f.namespace(t)
+	require.NoError(t, a.env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	live := newRoot(ns, "live", fluxv1alpha2.Burst{Name: "live-burst", Cluster: "member-a", Size: 1})
+	require.NoError(t, f.hub.Client.Create(ctx, live))
+	f.waitBurst(t, live, "live-burst", fluxv1alpha2.BurstApplied)
+
+	planted := func(name, hubName, rootName, uid string) *fluxv1alpha2.MiniCluster {
+		mc := &fluxv1alpha2.MiniCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec:       fluxv1alpha2.MiniClusterSpec{Containers: []fluxv1alpha2.Container{{Image: "busybox"}}},
+		}
+		if hubName != "" {
+			mc.Labels = map[string]string{fluxv1alpha2.LabelOriginHub: hubName, fluxv1alpha2.LabelOriginNamespace: ns, fluxv1alpha2.LabelOriginName: rootName}
+			mc.Annotations = map[string]string{fluxv1alpha2.AnnotationOriginUID: uid}
+		}
+		require.NoError(t, a.env.Client.Create(ctx, mc))
+		return mc
+	}
+	orphan := planted("orphan", hubName, "gone", "6b1b1d3e-0000-4000-8000-000000000001")
+	stale := planted("stale", hubName, "live", "6b1b1d3e-0000-4000-8000-000000000002") // an earlier "live"
+	planted("other-hub", "another-hub", "gone", "6b1b1d3e-0000-4000-8000-000000000003")
+	planted("users-own", "", "", "")
+
+	deleted, err := f.reconc.Sweep(ctx)
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{
+		"MiniCluster " + ns + "/orphan on member member-a",
+		"MiniCluster " + ns + "/stale on member member-a",
+	}, deleted)
+	require.Nil(t, a.child(t, ns, orphan.Name))
+	require.Nil(t, a.child(t, ns, stale.Name))
+	for _, kept := range []string{"other-hub", "users-own", "live-burst"} {
+		require.NotNil(t, a.child(t, ns, kept), kept)
+	}
+}
+
+func TestARootDeletedWhileAMemberIsDownIsReleasedAndSweptLater(t *testing.T) {
+	f := startFederation(t, hub.Options{CleanupTimeout: 3 * time.Second, SweepInterval: time.Second}, "member-a", "member-b")
+	ctx := context.Background()
+	ns := f.namespace(t)
+	a, b := f.members["member-a"], f.members["member-b"]
+	root := newRoot(ns, "abandoned",
+		fluxv1alpha2.Burst{Name: "burst-a", Cluster: "member-a", Size: 1},
+		fluxv1alpha2.Burst{Name: "burst-b", Cluster: "member-b", Size: 1})
+	require.NoError(t, f.hub.Client.Create(ctx, root))
+	f.waitBurst(t, root, "burst-a", fluxv1alpha2.BurstApplied)
+	f.waitBurst(t, root, "burst-b", fluxv1alpha2.BurstApplied)
+
+	b.proxy.cut()
+	require.NoError(t, f.hub.Client.Delete(ctx, root))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.Nil(c, a.child(c, ns, "burst-a"), "the reachable member is cleaned at once")
+		require.True(c, apierrors.IsNotFound(f.hub.Client.Get(ctx, client.ObjectKeyFromObject(root), &fluxv1alpha2.MiniCluster{})),
+			"the root goes after the cleanup timeout")
+	}, wait, tick)
+	require.NotNil(t, b.child(t, ns, "burst-b"), "left on the member that was down")
+
+	b.proxy.restore(t)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.Nil(c, b.child(c, ns, "burst-b"), "the orphan sweep deletes it once the member answers")
+	}, wait, tick)
+}
+
+func TestAMemberRegisteredLaterGetsItsChild(t *testing.T) {
+	f := startFederation(t, hub.Options{}, "member-a")
+	ctx := context.Background()
+	ns := f.namespace(t)
+	root := newRoot(ns, "early", fluxv1alpha2.Burst{Name: "burst-late", Cluster: "member-late", Size: 2})
+	require.NoError(t, f.hub.Client.Create(ctx, root))
+	missing := f.waitBurst(t, root, "burst-late", fluxv1alpha2.BurstUnreachable)
+	require.Equal(t, "member member-late is not registered: no kubeconfig Secret fluxfed-system/member-late registers member member-late", missing.Message)
+
+	late := f.addMember(t, "member-late")
+	f.waitBurst(t, root, "burst-late", fluxv1alpha2.BurstApplied)
+	require.NotNil(t, late.child(t, ns, "burst-late"))
+}
+
+func TestMemberCachesHoldOnlyTheHubsObjects(t *testing.T) {
+	f := startFederation(t, hub.Options{}, "member-a")
+	ctx := context.Background()
+	ns := f.namespace(t)
+	a := f.members["member-a"]
+	root := newRoot(ns, "cached", fluxv1alpha2.Burst{Name: "burst-a", Cluster: "member-a", Size: 1})
+	require.NoError(t, f.hub.Client.Create(ctx, root))
+	f.waitBurst(t, root, "burst-a", fluxv1alpha2.BurstApplied)
+	// Someone else's MiniCluster and Secret on the member.
+	require.NoError(t, a.env.Client.Create(ctx, &fluxv1alpha2.MiniCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "users-own", Namespace: ns},
+		Spec:       fluxv1alpha2.MiniClusterSpec{Containers: []fluxv1alpha2.Container{{Image: "busybox"}}},
+	}))
+	require.NoError(t, a.env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "users-own", Namespace: ns}}))
+
+	cl, err := f.reconc.Member(ctx, "member-a")
+	require.NoError(t, err)
+	time.Sleep(time.Second) // long enough for a watch event to reach the cache, were it watched
+	var mcs fluxv1alpha2.MiniClusterList
+	require.NoError(t, cl.GetCache().List(ctx, &mcs))
+	var secrets corev1.SecretList
+	require.NoError(t, cl.GetCache().List(ctx, &secrets))
+	names := func(objs ...client.Object) []string {
+		var out []string
+		for _, o := range objs {
+			out = append(out, o.GetNamespace()+"/"+o.GetName())
+		}
+		return out
+	}
+	require.Equal(t, []string{ns + "/burst-a"}, names(&mcs.Items[0]))
+	require.Len(t, mcs.Items, 1)
+	require.Len(t, secrets.Items, 1)
+	require.Equal(t, []string{ns + "/burst-a-curve"}, names(&secrets.Items[0]))
+}
+
+func TestASettledFederationCostsNoRequests(t *testing.T) {
+	f := startFederation(t, hub.Options{}, "member-a", "member-b")
+	ctx := context.Background()
+	ns := f.namespace(t)
+	root := newRoot(ns, "quiet",
+		fluxv1alpha2.Burst{Name: "burst-a", Cluster: "member-a", Size: 3},
+		fluxv1alpha2.Burst{Name: "burst-b", Cluster: "member-b", Size: 2})
+	require.NoError(t, f.hub.Client.Create(ctx, root))
+	f.waitBurst(t, root, "burst-a", fluxv1alpha2.BurstApplied)
+	f.waitBurst(t, root, "burst-b", fluxv1alpha2.BurstApplied)
+	time.Sleep(2 * time.Second) // the children's status settles
+
+	hubMark := f.hubCount.mark()
+	before := map[string]int64{}
+	for name, m := range f.members {
+		before[name] = m.requests.Load()
+	}
+	// A reconcile of the settled root, as a resync or an unrelated event would cause.
+	f.edit(t, root, func(mc *fluxv1alpha2.MiniCluster) { mc.Labels = map[string]string{"touched": "yes"} })
+	time.Sleep(3 * time.Second)
+	for name, m := range f.members {
+		require.Equal(t, before[name], m.requests.Load(), "requests to %s", name)
+	}
+	require.Empty(t, f.hubCount.since(hubMark), "the hub writes nothing on its own cluster")
+}
+
+func TestTheLeadBrokerAddressFollowsRankZero(t *testing.T) {
+	f := startFederation(t, hub.Options{}, "member-a")
+	ctx := context.Background()
+	ns := f.namespace(t)
+	a := f.members["member-a"]
+	for i, addrs := range [][]corev1.NodeAddress{
+		{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}, {Type: corev1.NodeExternalIP, Address: "203.0.113.1"}},
+		{{Type: corev1.NodeInternalIP, Address: "10.0.0.2"}, {Type: corev1.NodeInternalIP, Address: "fd00::2"}},
+	} {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%d", i+1)}}
+		require.NoError(t, f.hub.Client.Create(ctx, node))
+		node.Status.Addresses = addrs
+		require.NoError(t, f.hub.Client.Status().Update(ctx, node))
+	}
+	root := newRoot(ns, "moving", fluxv1alpha2.Burst{Name: "burst-a", Cluster: "member-a", Size: 1})
+	root.Spec.Flux.Bursting.Expose = nil
+	require.NoError(t, f.hub.Client.Create(ctx, root))
+
+	// No rank 0 yet: nothing to tell the children.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		cond := meta.FindStatusCondition(f.root(c, root).Status.Conditions, fluxv1alpha2.ConditionLeadBrokerReachable)
+		require.NotNil(c, cond)
+		require.Equal(c, fluxv1alpha2.ReasonAddressPending, cond.Reason)
+	}, wait, tick)
+	require.Nil(t, a.child(t, ns, "burst-a"))
+
+	leadPod := func(name, node string) *corev1.Pod {
+		got := f.root(t, root)
+		labels := hub.LeadBrokerSelector(got)
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
+			Spec:       corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "flux", Image: "busybox"}}},
+		}
+		require.NoError(t, f.hub.Client.Create(ctx, pod))
+		return pod
+	}
+	first := leadPod("moving-0-aaaaa", "node-1")
+	svc := &corev1.Service{}
+	require.NoError(t, f.hub.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "moving-lead-broker"}, svc))
+	port := svc.Spec.Ports[0].NodePort
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		child := a.child(c, ns, "burst-a")
+		require.NotNil(c, child)
+		require.Equal(c, "203.0.113.1", child.Spec.Flux.Bursting.LeadBroker.Address, "the node's ExternalIP first")
+		require.Equal(c, port, child.Spec.Flux.Bursting.LeadBroker.Port)
+	}, wait, tick)
+
+	// Rank 0 is rescheduled to a node with an InternalIP only.
+	require.NoError(t, f.hub.Client.Delete(ctx, first, client.GracePeriodSeconds(0)))
+	leadPod("moving-0-bbbbb", "node-2")
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.Equal(c, "10.0.0.2", a.child(c, ns, "burst-a").Spec.Flux.Bursting.LeadBroker.Address, "the IPv4 InternalIP")
+		require.Equal(c, &fluxv1alpha2.LeadBrokerStatus{Address: "10.0.0.2", Port: port}, f.root(c, root).Status.LeadBroker)
+	}, wait, tick)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		var events eventsv1.EventList
+		require.NoError(c, f.hub.Client.List(ctx, &events, client.InNamespace(ns)))
+		found := false
+		for _, e := range events.Items {
+			if e.Reason == "LeadBrokerMoved" {
+				found = true
+				require.Contains(c, e.Note, fmt.Sprintf("from 203.0.113.1:%d to 10.0.0.2:%d", port, port))
+			}
+		}
+		require.True(c, found, "no LeadBrokerMoved event")
+	}, wait, tick)
+}
+
+func TestALeadBrokerThatDoesNotAnswerIsReportedAndTheChildrenPushedAnyway(t *testing.T) {
+	f := startFederation(t, hub.Options{ProbeInterval: time.Second}, "member-a")
+	f.probes.set(errors.New("127.0.0.1:30000: connection refused"))
+	ctx := context.Background()
+	ns := f.namespace(t)
+	root := newRoot(ns, "silent", fluxv1alpha2.Burst{Name: "burst-a", Cluster: "member-a", Size: 1})
+	require.NoError(t, f.hub.Client.Create(ctx, root))
+	f.waitBurst(t, root, "burst-a", fluxv1alpha2.BurstApplied)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		cond := meta.FindStatusCondition(f.root(c, root).Status.Conditions, fluxv1alpha2.ConditionLeadBrokerReachable)
+		require.NotNil(c, cond)
+		require.Equal(c, metav1.ConditionFalse, cond.Status)
+		require.Equal(c, fluxv1alpha2.ReasonNotAnswering, cond.Reason)
+		require.Contains(c, cond.Message, "connection refused")
+	}, wait, tick)
+
+	// The broker starts answering: the next probe sees it.
+	f.probes.set(nil)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.True(c, meta.IsStatusConditionTrue(f.root(c, root).Status.Conditions, fluxv1alpha2.ConditionLeadBrokerReachable))
+	}, wait, tick)
+}
+
+func TestAFederationThatCannotWorkIsRefusedWithAReason(t *testing.T) {
+	f := startFederation(t, hub.Options{}, "member-a")
+	ctx := context.Background()
+	ns := f.namespace(t)
+	root := newRoot(ns, "crossed", fluxv1alpha2.Burst{Name: "burst-a", Cluster: "member-a", Size: 2})
+	root.Spec.Flux.Topology = "kary:1"
+	require.NoError(t, f.hub.Client.Create(ctx, root))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		cond := meta.FindStatusCondition(f.root(c, root).Status.Conditions, fluxv1alpha2.ConditionBursting)
+		require.NotNil(c, cond)
+		require.Equal(c, fluxv1alpha2.ReasonInvalidFederation, cond.Reason)
+		require.Contains(c, cond.Message, `spec.flux.topology "kary:1": rank 4 (burst-a-0) would have parent rank 3 (crossed-3)`)
+	}, wait, tick)
+	require.Nil(t, f.members["member-a"].child(t, ns, "burst-a"), "nothing is pushed")
+	require.True(t, apierrors.IsNotFound(f.hub.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "crossed-lead-broker"}, &corev1.Service{})),
+		"nothing is exposed")
 }
