@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -226,8 +227,12 @@ func (e *engagements) Start(ctx context.Context) error {
 }
 
 // Engage is called by the manager for every member the provider engages; ctx ends when the
-// member is disengaged.
-func (e *engagements) Engage(ctx context.Context, name multicluster.ClusterName, _ cluster.Cluster) error {
+// member is disengaged. It also starts the member cache's informer of Secrets (the watch of
+// children starts that of MiniClusters), so the first push to a member does not wait for it.
+func (e *engagements) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
+	if _, err := cl.GetCache().GetInformer(ctx, &corev1.Secret{}, cache.BlockUntilSynced(false)); err != nil {
+		return fmt.Errorf("watching the Secrets of member %s: %w", name, err)
+	}
 	e.mu.Lock()
 	stop := e.stop
 	e.mu.Unlock()

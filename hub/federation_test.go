@@ -77,7 +77,7 @@ func (c *requestCount) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 		if req.Method != http.MethodGet {
 			c.mu.Lock()
-			c.writes = append(c.writes, req.Method+" "+req.URL.Path)
+			c.writes = append(c.writes, req.Method+" "+req.URL.Path+"?"+req.URL.RawQuery)
 			c.mu.Unlock()
 		}
 		return rt.RoundTrip(req)
@@ -121,7 +121,7 @@ func (p *fakeProbe) set(err error) {
 }
 
 // startFederation starts a hub and the named members, registers the members and runs the hub.
-func startFederation(t *testing.T, opts hub.Options, memberNames ...string) *federation {
+func startFederation(t testing.TB, opts hub.Options, memberNames ...string) *federation {
 	t.Helper()
 	f := &federation{hub: testenv.Start(t), members: map[string]*memberCluster{}, probes: &fakeProbe{}, hubCount: &requestCount{}}
 	ctx := context.Background()
@@ -174,6 +174,12 @@ func startFederation(t *testing.T, opts hub.Options, memberNames ...string) *fed
 		cancel()
 		require.NoError(t, <-done)
 	})
+	for _, name := range memberNames {
+		require.Eventually(t, func() bool {
+			_, err := r.Member(ctx, name)
+			return err == nil
+		}, wait, tick, "member %s was never engaged", name)
+	}
 	return f
 }
 
@@ -186,7 +192,7 @@ func setDefault[T comparable](v *T, def T) {
 
 // addMember starts a member cluster and registers it. Its proxy is cut before its API server
 // stops, so that the hub's open watches do not hold up the shutdown.
-func (f *federation) addMember(t *testing.T, name string) *memberCluster {
+func (f *federation) addMember(t testing.TB, name string) *memberCluster {
 	t.Helper()
 	m := &memberCluster{name: name, env: testenv.Start(t)}
 	m.proxy = startProxy(t, m.env.Config.Host)
@@ -199,7 +205,7 @@ func (f *federation) addMember(t *testing.T, name string) *memberCluster {
 }
 
 // runMemberReconciler runs the MiniCluster reconciler on a member, as `fluxfed manager` does.
-func runMemberReconciler(t *testing.T, cfg *rest.Config, env *testenv.Env) {
+func runMemberReconciler(t testing.TB, cfg *rest.Config, env *testenv.Env) {
 	t.Helper()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 env.Scheme,
@@ -221,7 +227,7 @@ func runMemberReconciler(t *testing.T, cfg *rest.Config, env *testenv.Env) {
 
 // register writes (or rewrites) the kubeconfig Secret of a member: cfg's credentials, dialled
 // through the member's proxy.
-func (f *federation) register(t *testing.T, name string, cfg *rest.Config) {
+func (f *federation) register(t testing.TB, name string, cfg *rest.Config) {
 	t.Helper()
 	cfg = rest.CopyConfig(cfg)
 	if m, ok := f.members[name]; ok {
@@ -232,7 +238,7 @@ func (f *federation) register(t *testing.T, name string, cfg *rest.Config) {
 	f.registerKubeconfig(t, name, kc)
 }
 
-func (f *federation) registerKubeconfig(t *testing.T, name string, kc []byte) {
+func (f *federation) registerKubeconfig(t testing.TB, name string, kc []byte) {
 	t.Helper()
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: membersNamespace}}
 	_, err := ctrl.CreateOrUpdate(context.Background(), f.hub.Client, secret, func() error {
@@ -244,7 +250,7 @@ func (f *federation) registerKubeconfig(t *testing.T, name string, kc []byte) {
 }
 
 // namespace creates a namespace on the hub (and nowhere else: the hub creates it on members).
-func (f *federation) namespace(t *testing.T) string {
+func (f *federation) namespace(t testing.TB) string {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "research-"}}
 	require.NoError(t, f.hub.Client.Create(context.Background(), ns))
@@ -298,7 +304,7 @@ func burstStatus(mc *fluxv1alpha2.MiniCluster, name string) *fluxv1alpha2.BurstS
 }
 
 // waitBurst waits until the burst's phase is phase.
-func (f *federation) waitBurst(t *testing.T, root *fluxv1alpha2.MiniCluster, name string, phase fluxv1alpha2.BurstPhase) *fluxv1alpha2.BurstStatus {
+func (f *federation) waitBurst(t testing.TB, root *fluxv1alpha2.MiniCluster, name string, phase fluxv1alpha2.BurstPhase) *fluxv1alpha2.BurstStatus {
 	t.Helper()
 	var got *fluxv1alpha2.BurstStatus
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
@@ -318,7 +324,7 @@ type proxy struct {
 	conns  map[net.Conn]bool
 }
 
-func startProxy(t *testing.T, target string) *proxy {
+func startProxy(t testing.TB, target string) *proxy {
 	t.Helper()
 	u, err := url.Parse(target)
 	require.NoError(t, err)
