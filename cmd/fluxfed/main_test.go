@@ -6,13 +6,20 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/e2e/testenv"
 )
 
@@ -95,6 +102,18 @@ func TestManagerFailsOnUnreadableKubeconfig(t *testing.T) {
 	require.ErrorContains(t, err, "loading kubeconfig")
 }
 
+// envRunMain makes the test binary run fluxfed's main instead of the tests, so that a test can
+// run fluxfed as a process of its own.
+const envRunMain = "FLUXFED_TEST_RUN_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envRunMain) == "1" {
+		main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
 func writeKubeconfig(t *testing.T, env *testenv.Env) string {
 	t.Helper()
 	data, err := env.Kubeconfig()
@@ -129,4 +148,70 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// TestHubManagerBurstsARoot runs `fluxfed manager --hub` against a hub API server with one
+// member registered: a root's burst reaches the member, labelled with the hub's identity, which
+// defaults to the UID of the hub's kube-system namespace.
+func TestHubManagerBurstsARoot(t *testing.T) {
+	hubEnv, memberEnv := testenv.Start(t), testenv.Start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	require.NoError(t, hubEnv.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fluxfed-system"}}))
+	kc, err := memberEnv.Kubeconfig()
+	require.NoError(t, err)
+	require.NoError(t, hubEnv.Client.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "member-a", Namespace: "fluxfed-system",
+			Labels: map[string]string{"sigs.k8s.io/multicluster-runtime-kubeconfig": "true"}},
+		Data: map[string][]byte{"kubeconfig": kc},
+	}))
+
+	// A process of its own, as it runs for real: controller names are unique per process, and
+	// another test of this package runs a manager too.
+	var stderr syncBuffer
+	cmd := exec.Command(os.Args[0], "manager", "--hub", "--kubeconfig", writeKubeconfig(t, hubEnv),
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0")
+	cmd.Env = append(os.Environ(), envRunMain+"=1")
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	exited := false
+	t.Cleanup(func() {
+		if !exited {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+
+	root := &fluxv1alpha2.MiniCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "root", Namespace: "default"},
+		Spec: fluxv1alpha2.MiniClusterSpec{
+			Size:       2,
+			Containers: []fluxv1alpha2.Container{{Image: "rockylinux:9", Command: "hostname"}},
+			Flux: fluxv1alpha2.FluxSpec{Bursting: fluxv1alpha2.Bursting{
+				Expose:   &fluxv1alpha2.Expose{Address: "192.0.2.7"},
+				Clusters: []fluxv1alpha2.Burst{{Name: "burst", Cluster: "member-a", Size: 3}},
+			}},
+		},
+	}
+	require.NoError(t, hubEnv.Client.Create(ctx, root))
+	system := &corev1.Namespace{}
+	require.NoError(t, hubEnv.Client.Get(ctx, client.ObjectKey{Name: "kube-system"}, system))
+	child := &fluxv1alpha2.MiniCluster{}
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.NoError(c, memberEnv.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "burst"}, child))
+	}, 30*time.Second, 100*time.Millisecond, "the child never reached the member; log:\n%s", &stderr)
+	require.Equal(t, string(system.UID), child.Labels[fluxv1alpha2.LabelOriginHub])
+	require.Equal(t, "192.0.2.7", child.Spec.Flux.Bursting.LeadBroker.Address)
+	require.Contains(t, stderr.String(), "Running as a hub")
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	exited = true
+	require.NoError(t, cmd.Wait(), "the manager exits cleanly on SIGTERM; log:\n%s", &stderr)
+}
+
+func TestHubManagerRefusesABadHubName(t *testing.T) {
+	env := testenv.Start(t)
+	err := run(context.Background(), []string{"manager", "--hub", "--hub-name", "not a label", "--kubeconfig", writeKubeconfig(t, env)},
+		&bytes.Buffer{}, &bytes.Buffer{})
+	require.ErrorContains(t, err, `--hub-name "not a label" must be a non-empty label value`)
 }

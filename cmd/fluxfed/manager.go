@@ -6,8 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -15,9 +20,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/hub"
 	"github.com/fluxfed/fluxfed/member"
 )
 
@@ -32,6 +39,16 @@ type managerOptions struct {
 	burst                int
 	concurrency          int
 	zap                  zap.Options
+
+	hub                  bool
+	hubName              string
+	membersNamespace     string
+	memberQPS            float64
+	memberBurst          int
+	memberConnectTimeout time.Duration
+	skipNamespaces       bool
+	cleanupTimeout       time.Duration
+	sweepInterval        time.Duration
 }
 
 func (o *managerOptions) bind(fs *flag.FlagSet) {
@@ -44,6 +61,16 @@ func (o *managerOptions) bind(fs *flag.FlagSet) {
 	fs.IntVar(&o.burst, "kube-api-burst", member.DefaultAPIBurst, "requests the manager may send at once above --kube-api-qps")
 	fs.IntVar(&o.concurrency, "max-concurrent-reconciles", member.DefaultConcurrency, "MiniClusters reconciled at the same time")
 	o.zap.BindFlags(fs)
+
+	fs.BoolVar(&o.hub, "hub", false, "also run the hub: burst root MiniClusters onto the member clusters registered in --members-namespace")
+	fs.StringVar(&o.hubName, "hub-name", "", "identity of this hub on the members (a label value; default: the UID of this cluster's kube-system namespace)")
+	fs.StringVar(&o.membersNamespace, "members-namespace", hub.DefaultMembersNamespace, "namespace of the hub where members are registered as kubeconfig Secrets")
+	fs.Float64Var(&o.memberQPS, "member-api-qps", hub.DefaultMemberQPS, "queries per second the hub may send to each member")
+	fs.IntVar(&o.memberBurst, "member-api-burst", hub.DefaultMemberBurst, "requests the hub may send at once to each member above --member-api-qps")
+	fs.DurationVar(&o.memberConnectTimeout, "member-connect-timeout", hub.DefaultMemberConnectTimeout, "how long the hub waits to connect to a member")
+	fs.BoolVar(&o.skipNamespaces, "skip-member-namespaces", false, "do not create the children's namespaces on the members (they must exist)")
+	fs.DurationVar(&o.cleanupTimeout, "cleanup-timeout", hub.DefaultCleanupTimeout, "how long deleting a root waits for unreachable members before leaving their children to the orphan sweep")
+	fs.DurationVar(&o.sweepInterval, "orphan-sweep-interval", hub.DefaultSweepInterval, "how often the hub deletes, on every member, the children of roots that no longer exist")
 }
 
 // newScheme returns the types the manager works with: Kubernetes' built-in ones and MiniCluster.
@@ -84,7 +111,7 @@ func runManager(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	local := ctrl.Options{
 		Scheme:                  scheme,
 		Cache:                   cache.Options{ByObject: member.CacheByObject()},
 		Metrics:                 metricsserver.Options{BindAddress: opts.metricsAddr},
@@ -94,9 +121,25 @@ func runManager(ctx context.Context, args []string, _, stderr io.Writer) error {
 		LeaderElectionNamespace: opts.leaderElectNamespace,
 		// The manager exits soon after losing its lease; nothing it owns needs a clean handover.
 		LeaderElectionReleaseOnCancel: true,
-	})
-	if err != nil {
-		return fmt.Errorf("creating the manager: %w", err)
+	}
+	var mgr manager.Manager
+	var start func(context.Context) error
+	if opts.hub {
+		hubOpts, err := opts.hubOptions(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		mcmgr, _, err := hub.NewManager(ctx, cfg, local, hubOpts)
+		if err != nil {
+			return err
+		}
+		mgr, start = mcmgr.GetLocalManager(), mcmgr.Start
+		log.Info("Running as a hub", "hub", hubOpts.Name, "membersNamespace", hubOpts.MembersNamespace)
+	} else {
+		if mgr, err = ctrl.NewManager(cfg, local); err != nil {
+			return fmt.Errorf("creating the manager: %w", err)
+		}
+		start = mgr.Start
 	}
 	if err := member.Setup(mgr, member.Options{MaxConcurrentReconciles: opts.concurrency}); err != nil {
 		return fmt.Errorf("setting up the MiniCluster reconciler: %w", err)
@@ -109,10 +152,42 @@ func runManager(ctx context.Context, args []string, _, stderr io.Writer) error {
 	}
 
 	log.Info("Starting manager", "version", buildVersion(), "leaderElection", opts.leaderElect)
-	if err := mgr.Start(ctx); err != nil {
+	if err := start(ctx); err != nil {
 		return fmt.Errorf("running the manager: %w", err)
 	}
 	return nil
+}
+
+// hubOptions are the hub's options from the flags. Without --hub-name, the hub is named after
+// the UID of its cluster's kube-system namespace: stable across restarts and unique to the
+// cluster, so that two hubs sharing a member never take each other's children.
+func (o *managerOptions) hubOptions(ctx context.Context, cfg *rest.Config) (hub.Options, error) {
+	name := o.hubName
+	if name == "" {
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return hub.Options{}, err
+		}
+		ns, err := cs.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
+		if err != nil {
+			return hub.Options{}, fmt.Errorf("naming the hub after namespace kube-system (or set --hub-name): %w", err)
+		}
+		name = string(ns.UID)
+	}
+	if errs := validation.IsValidLabelValue(name); len(errs) > 0 || name == "" {
+		return hub.Options{}, fmt.Errorf("--hub-name %q must be a non-empty label value: %s", name, strings.Join(errs, "; "))
+	}
+	return hub.Options{
+		Name:                    name,
+		MembersNamespace:        o.membersNamespace,
+		MemberQPS:               float32(o.memberQPS),
+		MemberBurst:             o.memberBurst,
+		MemberConnectTimeout:    o.memberConnectTimeout,
+		SkipNamespaces:          o.skipNamespaces,
+		CleanupTimeout:          o.cleanupTimeout,
+		SweepInterval:           o.sweepInterval,
+		MaxConcurrentReconciles: o.concurrency,
+	}, nil
 }
 
 // restConfig loads the kubeconfig named by --kubeconfig, else the usual places.
