@@ -66,9 +66,10 @@ generate: ## Generate deepcopy code for the API types.
 	$(CONTROLLER_GEN) object paths=./api/...
 
 .PHONY: manifests
-manifests: ## Generate the CRD under deploy/crd and the manager's ClusterRole under deploy/rbac.
+manifests: ## Generate the CRD under deploy/crd and the ClusterRoles of the manager (deploy/rbac) and the hub (deploy/hub).
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:dir=deploy/crd
 	$(CONTROLLER_GEN) rbac:roleName=fluxfed-manager paths=./member/... output:rbac:dir=deploy/rbac
+	$(CONTROLLER_GEN) rbac:roleName=fluxfed-hub paths=./hub/... output:rbac:dir=deploy/hub
 
 ##@ Verification
 

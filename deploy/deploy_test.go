@@ -4,12 +4,7 @@
 package deploy
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"io"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -20,33 +15,14 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/fluxfed/fluxfed/e2e/k8sbin"
 	"github.com/fluxfed/fluxfed/e2e/testenv"
 )
 
 func kustomize(t *testing.T, dir string) []*unstructured.Unstructured {
 	t.Helper()
-	bin, err := k8sbin.Dir("kubectl")
+	objs, err := testenv.Kustomize(dir)
 	require.NoError(t, err)
-	out, err := exec.Command(filepath.Join(bin, "kubectl"), "kustomize", dir).Output()
-	var exitErr *exec.ExitError
-	if errors.As(err, &exitErr) {
-		t.Fatalf("kubectl kustomize %s: %s", dir, exitErr.Stderr)
-	}
-	require.NoError(t, err)
-	reader := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
-	var objs []*unstructured.Unstructured
-	for {
-		u := &unstructured.Unstructured{}
-		if err := reader.Decode(&u.Object); errors.Is(err, io.EOF) {
-			return objs
-		} else if err != nil {
-			t.Fatalf("decoding kubectl kustomize %s: %v", dir, err)
-		}
-		if len(u.Object) > 0 {
-			objs = append(objs, u)
-		}
-	}
+	return objs
 }
 
 func TestDefaultKustomizationAppliesWithServerSideDryRun(t *testing.T) {
@@ -105,5 +81,42 @@ func TestManagerRoleGrantsWhatTheReconcilerUses(t *testing.T) {
 	}
 	for _, notWanted := range []string{"/secrets:update", "/secrets:delete", "/pods:list", "/secrets:patch"} {
 		require.False(t, allowed[notWanted], "the manager role grants %s, which the reconciler never uses", notWanted)
+	}
+}
+
+func TestHubAndMemberAccessKustomizationsApplyWithServerSideDryRun(t *testing.T) {
+	kindsOf := func(objs []*unstructured.Unstructured) map[string]int {
+		kinds := map[string]int{}
+		for _, o := range objs {
+			kinds[o.GetKind()]++
+		}
+		return kinds
+	}
+	hubObjs := kustomize(t, "hub")
+	require.Equal(t, map[string]int{
+		"CustomResourceDefinition": 1, "Namespace": 1, "ServiceAccount": 1, "ClusterRole": 2,
+		"ClusterRoleBinding": 2, "Role": 1, "RoleBinding": 1, "Deployment": 1, "Service": 1,
+	}, kindsOf(hubObjs))
+	for _, o := range hubObjs {
+		if o.GetKind() == "Deployment" {
+			args, _, err := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+			require.NoError(t, err)
+			require.Contains(t, args[0].(map[string]any)["args"], "--hub")
+		}
+	}
+	accessObjs := kustomize(t, "member-access")
+	require.Equal(t, map[string]int{"Namespace": 1, "ServiceAccount": 1, "Secret": 1, "ClusterRole": 1, "ClusterRoleBinding": 1},
+		kindsOf(accessObjs))
+
+	env := testenv.Start(t)
+	ctx := context.Background()
+	require.NoError(t, env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fluxfed-system"}}))
+	for _, o := range append(hubObjs, accessObjs...) {
+		if o.GetKind() == "Namespace" || o.GetKind() == "CustomResourceDefinition" {
+			continue
+		}
+		err := env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()),
+			client.FieldOwner("deploy-test"), client.DryRunAll)
+		require.NoError(t, err, "%s %s", o.GetKind(), o.GetName())
 	}
 }

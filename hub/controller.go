@@ -37,11 +37,14 @@ type Members interface {
 	ListClusters() []multicluster.ClusterName
 }
 
-// +kubebuilder:rbac:groups=flux-framework.org,resources=miniclusters,verbs=get;list;watch;patch;update
-// +kubebuilder:rbac:groups=flux-framework.org,resources=miniclusters/status,verbs=get;patch;update
-// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch;update;delete
+// What the hub needs on its own cluster (deploy/hub); the MiniCluster reconciler's own
+// permissions are in deploy/rbac. Namespaces: get is for naming the hub after kube-system.
+// +kubebuilder:rbac:groups=flux-framework.org,resources=miniclusters,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=flux-framework.org,resources=miniclusters/status,verbs=get;patch
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=pods;nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconciler bursts the root MiniClusters of the hub onto its member clusters: it exposes each

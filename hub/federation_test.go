@@ -20,9 +20,11 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -66,6 +68,7 @@ type federation struct {
 	reconc   *hub.Reconciler
 	probes   *fakeProbe
 	hubCount *requestCount
+	deployed bool
 }
 
 type requestCount struct {
@@ -120,12 +123,23 @@ func (p *fakeProbe) set(err error) {
 	p.answer = err
 }
 
-// startFederation starts a hub and the named members, registers the members and runs the hub.
+// startFederation starts a hub and the named members, registers the members and runs the hub,
+// all as administrators.
 func startFederation(t testing.TB, opts hub.Options, memberNames ...string) *federation {
 	t.Helper()
-	f := &federation{hub: testenv.Start(t), members: map[string]*memberCluster{}, probes: &fakeProbe{}, hubCount: &requestCount{}}
+	return startFederationAs(t, false, opts, memberNames...)
+}
+
+// startFederationAs is startFederation; with deployed, the hub runs with exactly the permissions
+// deploy/hub gives it, and reaches each member as the ServiceAccount of deploy/member-access.
+func startFederationAs(t testing.TB, deployed bool, opts hub.Options, memberNames ...string) *federation {
+	t.Helper()
+	f := &federation{hub: testenv.Start(t), members: map[string]*memberCluster{}, probes: &fakeProbe{}, hubCount: &requestCount{}, deployed: deployed}
 	ctx := context.Background()
 	require.NoError(t, f.hub.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: membersNamespace}}))
+	if deployed {
+		require.NoError(t, f.hub.ApplyDeploy(ctx, "hub"))
+	}
 	for _, name := range memberNames {
 		f.addMember(t, name)
 	}
@@ -157,6 +171,9 @@ func startFederation(t testing.TB, opts hub.Options, memberNames ...string) *fed
 
 	cfg := rest.CopyConfig(f.hub.Config)
 	cfg.Wrap(f.hubCount.wrap)
+	if deployed {
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:fluxfed-system:fluxfed-manager"}
+	}
 	mgrCtx, cancel := context.WithCancel(ctx)
 	mgr, r, err := hub.NewManager(mgrCtx, cfg, manager.Options{
 		Scheme:                 f.hub.Scheme,
@@ -200,8 +217,28 @@ func (f *federation) addMember(t testing.TB, name string) *memberCluster {
 	f.mu.Lock()
 	f.members[name] = m
 	f.mu.Unlock()
-	f.register(t, name, m.env.Config)
+	cfg := m.env.Config
+	if f.deployed {
+		cfg = hubIdentityOn(t, m.env)
+	}
+	f.register(t, name, cfg)
 	return m
+}
+
+// hubIdentityOn installs deploy/member-access on a member and returns a config that reaches it
+// as that ServiceAccount, with a token from the TokenRequest API (envtest runs no token
+// controller to fill the token Secret).
+func hubIdentityOn(t testing.TB, env *testenv.Env) *rest.Config {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, env.ApplyDeploy(ctx, "member-access"))
+	cs, err := kubernetes.NewForConfig(env.Config)
+	require.NoError(t, err)
+	token, err := cs.CoreV1().ServiceAccounts("fluxfed-system").CreateToken(ctx, "fluxfed-hub", &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	return &rest.Config{Host: env.Config.Host, TLSClientConfig: rest.TLSClientConfig{CAData: env.Config.CAData}, BearerToken: token.Status.Token}
 }
 
 // runMemberReconciler runs the MiniCluster reconciler on a member, as `fluxfed manager` does.

@@ -592,3 +592,30 @@ func TestAFederationThatCannotWorkIsRefusedWithAReason(t *testing.T) {
 	require.True(t, apierrors.IsNotFound(f.hub.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "crossed-lead-broker"}, &corev1.Service{})),
 		"nothing is exposed")
 }
+
+// TestTheDeployedPermissionsSuffice runs the hub with the permissions deploy/hub gives it, and
+// reaches the members as the ServiceAccount of deploy/member-access: a permission the hub
+// needs and the manifests lack fails here.
+func TestTheDeployedPermissionsSuffice(t *testing.T) {
+	f := startFederationAs(t, true, hub.Options{}, "member-a", "member-b")
+	ctx := context.Background()
+	ns := f.namespace(t)
+	root := newRoot(ns, "least",
+		fluxv1alpha2.Burst{Name: "burst-a", Cluster: "member-a", Size: 3},
+		fluxv1alpha2.Burst{Name: "burst-b", Cluster: "member-b", Size: 2})
+	require.NoError(t, f.hub.Client.Create(ctx, root))
+	f.waitBurst(t, root, "burst-a", fluxv1alpha2.BurstApplied)
+	f.waitBurst(t, root, "burst-b", fluxv1alpha2.BurstApplied)
+	f.edit(t, root, func(mc *fluxv1alpha2.MiniCluster) { mc.Spec.Flux.Bursting.Clusters = mc.Spec.Flux.Bursting.Clusters[:1] })
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.Nil(c, f.members["member-b"].child(c, ns, "burst-b"))
+	}, wait, tick)
+	deleted, err := f.reconc.Sweep(ctx)
+	require.NoError(t, err)
+	require.Empty(t, deleted)
+	require.NoError(t, f.hub.Client.Delete(ctx, root))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.Nil(c, f.members["member-a"].child(c, ns, "burst-a"))
+		require.True(c, apierrors.IsNotFound(f.hub.Client.Get(ctx, client.ObjectKeyFromObject(root), &fluxv1alpha2.MiniCluster{})))
+	}, wait, tick)
+}
