@@ -111,7 +111,7 @@ func Setup(mgr mcmanager.Manager, members Members, opts Options) (*Reconciler, e
 			// does not answer fails its engagement after this long, and is retried, instead of
 			// holding up the provider.
 			CacheSyncTimeout: opts.MemberSyncTimeout,
-			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[mcreconcile.Request](opts.RetryBase, opts.RetryMax),
+			RateLimiter:      workqueue.NewTypedItemExponentialFailureRateLimiter[mcreconcile.Request](opts.RetryBase, opts.RetryMax),
 		}).
 		Complete(r)
 }

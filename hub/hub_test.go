@@ -606,7 +606,9 @@ func TestTheDeployedPermissionsSuffice(t *testing.T) {
 	require.NoError(t, f.hub.Client.Create(ctx, root))
 	f.waitBurst(t, root, "burst-a", fluxv1alpha2.BurstApplied)
 	f.waitBurst(t, root, "burst-b", fluxv1alpha2.BurstApplied)
-	f.edit(t, root, func(mc *fluxv1alpha2.MiniCluster) { mc.Spec.Flux.Bursting.Clusters = mc.Spec.Flux.Bursting.Clusters[:1] })
+	f.edit(t, root, func(mc *fluxv1alpha2.MiniCluster) {
+		mc.Spec.Flux.Bursting.Clusters = mc.Spec.Flux.Bursting.Clusters[:1]
+	})
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		require.Nil(c, f.members["member-b"].child(c, ns, "burst-b"))
 	}, wait, tick)
