@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/e2e/fluxcheck"
 	"github.com/fluxfed/fluxfed/e2e/testenv"
 	"github.com/fluxfed/fluxfed/hub"
 	"github.com/fluxfed/fluxfed/member/render"
@@ -77,6 +78,26 @@ func TestARootBurstsOntoTwoMembers(t *testing.T) {
 		require.Equal(t, rootCert.Data[render.KeyCurveCert], cert.Data[render.KeyCurveCert], "one certificate for the federation")
 		require.Equal(t, child.UID, metav1.GetControllerOf(cert).UID, "the member deletes the Secret with the child")
 	}
+
+	// What every cluster's MiniCluster reconciler rendered, host by host, checked together: the
+	// same rank for every host everywhere, every parent reachable from its broker's cluster.
+	var configs []fluxcheck.HostConfig
+	collect := func(c client.Client, cluster, name string, size int32) {
+		cm := &corev1.ConfigMap{}
+		require.EventuallyWithT(t, func(co *assert.CollectT) {
+			require.NoError(co, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-flux-config"}, cm))
+		}, wait, tick, "%s on %s was not rendered", name, cluster)
+		cert := &corev1.Secret{}
+		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-curve"}, cert))
+		for i := range size {
+			configs = append(configs, fluxcheck.HostConfig{Hostname: fmt.Sprintf("%s-%d", name, i), Cluster: cluster,
+				BrokerTOML: []byte(cm.Data[render.KeyBrokerTOML]), CurveCert: cert.Data[render.KeyCurveCert]})
+		}
+	}
+	collect(f.hub.Client, "hub", "lammps", 2)
+	collect(f.members["member-a"].env.Client, "member-a", "burst-a", 3)
+	collect(f.members["member-b"].env.Client, "member-b", "burst-b", 2)
+	require.NoError(t, fluxcheck.Check(configs))
 }
 
 // setJobReady makes the broker Job of a MiniCluster report n ready pods, as the Job controller
