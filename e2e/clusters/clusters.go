@@ -94,6 +94,7 @@ type Environment struct {
 
 	mu      sync.Mutex // guards what bring-up records in the clusters, and the state file
 	stopped bool
+	detach  bool
 	logf    func(format string, args ...any)
 }
 
@@ -241,6 +242,7 @@ func Start(ctx context.Context, opts Options) (*Environment, error) {
 		Dir:        opts.Dir,
 		Kubeconfig: filepath.Join(opts.Dir, "kubeconfig"),
 		logf:       opts.Logf,
+		detach:     opts.Detach,
 	}
 	for i, name := range opts.Names {
 		dir := filepath.Join(opts.Dir, name)
@@ -453,6 +455,26 @@ func (env *Environment) update(change func()) error {
 	defer env.mu.Unlock()
 	change()
 	return env.saveLocked()
+}
+
+// Run starts a program that works against cluster c, for example a fluxfed manager, as one of
+// the cluster's processes: its output goes to the cluster's logs/<component>.log, it is
+// recorded in the state file, and it is stopped with the cluster, before its API server, by
+// Stop or by `clusters down`. It outlives this program if the clusters do (Options.Detach).
+func (env *Environment) Run(c *Cluster, component, path string, args ...string) (*Process, error) {
+	spec := procSpec{component: component, path: path, args: args, log: filepath.Join(c.Dir, "logs", component+".log")}
+	if err := os.MkdirAll(filepath.Dir(spec.log), 0o755); err != nil {
+		return nil, err
+	}
+	p, err := startProcess(spec, env.detach)
+	if err != nil {
+		return nil, err
+	}
+	if err := env.addProcess(c, p); err != nil {
+		_ = p.stop(stopGrace)
+		return nil, err
+	}
+	return p, nil
 }
 
 // addProcess records a process of c in the state file as soon as it started.

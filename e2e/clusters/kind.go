@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -102,8 +103,13 @@ func (k *kindProvider) up(ctx context.Context, env *Environment, c *Cluster) err
 func (k *kindProvider) nodeCount(perCluster int) int { return perCluster + 1 }
 
 func (k *kindProvider) down(c *Cluster) error {
-	if c.KindName == "" {
-		return nil
+	// Programs started with Environment.Run run on this machine, not in the kind cluster.
+	var errs []error
+	for _, p := range c.Processes {
+		errs = append(errs, p.stop(stopGrace))
+	}
+	if err := errors.Join(errs...); err != nil || c.KindName == "" {
+		return err
 	}
 	kind := k.kind
 	if kind == "" {

@@ -1,0 +1,199 @@
+// Package e2e tests the whole system on three local clusters (e2e/clusters): fluxfed installed
+// from deploy/ and running as processes with the permissions the manifests give it, a root
+// applied on the hub, children on the members, kwok's simulated pods running every broker.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/e2e/fleet"
+	"github.com/fluxfed/fluxfed/e2e/testenv"
+)
+
+const (
+	wait = 90 * time.Second
+	tick = 200 * time.Millisecond
+)
+
+// shared is the fleet every test of the package uses, each in namespaces of its own.
+var shared *fleet.Fleet
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "fluxfed-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	start := time.Now()
+	shared, err = fleet.Start(context.Background(), fleet.Options{Dir: dir, Logf: func(format string, args ...any) {
+		fmt.Fprintf(os.Stderr, "e2e: "+format+"\n", args...)
+	}})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: starting the fleet: %v\n(logs in %s)\n", err, dir)
+		os.Exit(1)
+	}
+	fmt.Fprintf(os.Stderr, "e2e: fleet up in %v (logs in %s)\n", time.Since(start).Round(100*time.Millisecond), dir)
+	code := m.Run()
+	if err := shared.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: stopping the fleet: %v\n", err)
+		code = 1
+	}
+	if code == 0 {
+		_ = os.RemoveAll(dir)
+	} else {
+		fmt.Fprintf(os.Stderr, "e2e: logs kept in %s\n", dir)
+	}
+	os.Exit(code)
+}
+
+// namespace creates a namespace on the hub for one test; the hub creates it on the members.
+func namespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: strings.ToLower(t.Name())[:min(len(t.Name()), 20)] + "-"}}
+	require.NoError(t, shared.Clients["hub"].Create(context.Background(), ns))
+	return ns.Name
+}
+
+// example reads a MiniCluster of examples/.
+func example(t *testing.T, file string) *fluxv1alpha2.MiniCluster {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "examples", file))
+	require.NoError(t, err)
+	mc := &fluxv1alpha2.MiniCluster{}
+	require.NoError(t, yaml.UnmarshalStrict(data, mc))
+	return mc
+}
+
+func get(t require.TestingT, cluster string, obj client.Object) bool {
+	err := shared.Clients[cluster].Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
+	if apierrors.IsNotFound(err) {
+		return false
+	}
+	require.NoError(t, err)
+	return true
+}
+
+// edit changes a root's spec as a user would.
+func edit(t *testing.T, root *fluxv1alpha2.MiniCluster, change func(*fluxv1alpha2.MiniCluster)) {
+	t.Helper()
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		mc := root.DeepCopy()
+		if err := shared.Clients["hub"].Get(context.Background(), client.ObjectKeyFromObject(root), mc); err != nil {
+			return err
+		}
+		change(mc)
+		return shared.Clients["hub"].Update(context.Background(), mc)
+	}))
+}
+
+// hostnames returns the hostnames '<name>-<index>' of a MiniCluster's brokers.
+func hostnames(name string, size int) []string {
+	var out []string
+	for i := range size {
+		out = append(out, fmt.Sprintf("%s-%d", name, i))
+	}
+	return out
+}
+
+func burstOf(mc *fluxv1alpha2.MiniCluster, name string) *fluxv1alpha2.BurstStatus {
+	for i := range mc.Status.Bursts {
+		if mc.Status.Bursts[i].Name == name {
+			return &mc.Status.Bursts[i]
+		}
+	}
+	return nil
+}
+
+// podHostnames returns the hostnames of the Running pods of a MiniCluster (a Job's pods are
+// named <job>-<index>-<random>, their hostname is <job>-<index>).
+func podHostnames(t require.TestingT, cluster, ns, name string) []string {
+	var pods corev1.PodList
+	require.NoError(t, shared.Clients[cluster].List(context.Background(), &pods, client.InNamespace(ns),
+		client.MatchingLabels{fluxv1alpha2.LabelMiniCluster: name, batchv1.JobNameLabel: name}))
+	var out []string
+	for _, p := range pods.Items {
+		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+			out = append(out, p.Spec.Hostname)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestARootBurstsOntoBothMembers(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	root := example(t, "bursting-root.yaml")
+	root.Namespace = ns
+	hub := shared.Clients["hub"]
+	require.NoError(t, hub.Create(ctx, root))
+
+	// Statuses flow back: every burst Ready means every child reports all its brokers ready.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.True(c, get(c, "hub", root))
+		for _, b := range []string{"burst-a", "burst-b"} {
+			s := burstOf(root, b)
+			require.NotNil(c, s, b)
+			require.Equal(c, fluxv1alpha2.BurstReady, s.Phase, "%s: %s", b, s.Message)
+		}
+		require.True(c, meta.IsStatusConditionTrue(root.Status.Conditions, fluxv1alpha2.ConditionBurstsReady))
+		require.True(c, meta.IsStatusConditionTrue(root.Status.Conditions, fluxv1alpha2.ConditionReady))
+	}, wait, tick)
+	require.Equal(t, "bursting-root-[0-1],burst-a-[0-2],burst-b-[0-1]", root.Status.Hostlist)
+
+	// The lead broker endpoint is the NodePort and the address of the node rank 0 runs on.
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bursting-root-lead-broker"}}
+	require.True(t, get(t, "hub", svc))
+	var pods corev1.PodList
+	require.NoError(t, hub.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{
+		batchv1.JobNameLabel: "bursting-root", batchv1.JobCompletionIndexAnnotation: "0"}))
+	require.Len(t, pods.Items, 1)
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: pods.Items[0].Spec.NodeName}}
+	require.True(t, get(t, "hub", node))
+	var nodeIP string
+	for _, a := range node.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			nodeIP = a.Address
+		}
+	}
+	endpoint := &fluxv1alpha2.LeadBrokerStatus{Address: nodeIP, Port: svc.Spec.Ports[0].NodePort}
+	require.NotEmpty(t, nodeIP)
+	require.Equal(t, endpoint, root.Status.LeadBroker)
+
+	rootCert := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bursting-root-curve"}}
+	require.True(t, get(t, "hub", rootCert))
+	require.Equal(t, hostnames("bursting-root", 2), podHostnames(t, "hub", ns, "bursting-root"))
+	for _, want := range []struct {
+		member, name string
+		size         int
+	}{{"member-a", "burst-a", 3}, {"member-b", "burst-b", 2}} {
+		child := &fluxv1alpha2.MiniCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: want.name}}
+		require.True(t, get(t, want.member, child), "child %s on %s", want.name, want.member)
+		require.Equal(t, int32(want.size), child.Spec.Size)
+		lead := child.Spec.Flux.Bursting.LeadBroker
+		require.Equal(t, &fluxv1alpha2.LeadBroker{Name: "bursting-root", Address: endpoint.Address, Port: endpoint.Port, Size: 2}, lead)
+		cert := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: want.name + "-curve"}}
+		require.True(t, get(t, want.member, cert))
+		require.Equal(t, rootCert.Data["curve.cert"], cert.Data["curve.cert"], "one CURVE certificate for the federation")
+		require.Equal(t, hostnames(want.name, want.size), podHostnames(t, want.member, ns, want.name), "every broker of %s runs", want.name)
+	}
+}

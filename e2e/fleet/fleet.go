@@ -1,0 +1,312 @@
+// Package fleet runs fluxfed on local clusters the way a user installs it: a hub and members
+// from e2e/clusters, fluxfed's manifests applied to each (deploy/hub on the hub,
+// deploy/default and deploy/member-access on the members), `fluxfed manager --hub` on the hub
+// and `fluxfed manager` on every member as processes with the permissions those manifests give
+// them, and the members registered on the hub as kubeconfig Secrets that reach them as the
+// ServiceAccount of deploy/member-access. The end-to-end tests and `make demo` use it.
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fluxfed/fluxfed/e2e/clusters"
+	"github.com/fluxfed/fluxfed/e2e/testenv"
+)
+
+// Names of what the manifests install, and of the hub.
+const (
+	// Namespace is where fluxfed runs and members are registered.
+	Namespace = "fluxfed-system"
+	// ManagerServiceAccount is the identity of fluxfed's manager on every cluster.
+	ManagerServiceAccount = "fluxfed-manager"
+	// HubServiceAccount is the identity of the hub on a member (deploy/member-access).
+	HubServiceAccount = "fluxfed-hub"
+	// HubName is the hub's identity on the members.
+	HubName = "e2e-hub"
+)
+
+// Options configure a fleet.
+type Options struct {
+	// Dir holds the clusters' files and logs, the fluxfed binary and the managers' kubeconfigs.
+	Dir string
+	// Members names the member clusters; default member-a and member-b. The hub is "hub".
+	Members []string
+	// NodesPerCluster is the number of simulated nodes of each cluster (default 2).
+	NodesPerCluster int
+	// Detach lets the fleet outlive this program (make demo KEEP=1).
+	Detach bool
+	// ManagerArgs are added to every manager's command line.
+	ManagerArgs []string
+	// Logf reports progress; silent when nil.
+	Logf func(format string, args ...any)
+}
+
+// Fleet is a running hub and members with fluxfed installed and running.
+type Fleet struct {
+	// Env holds the clusters; Env.Kubeconfig has a context per cluster.
+	Env *clusters.Environment
+	// Hub is the hub cluster; Members the members, in Options.Members order.
+	Hub     *clusters.Cluster
+	Members []*clusters.Cluster
+	// Clients reach every cluster, by name, as an administrator.
+	Clients map[string]client.Client
+	// Binary is the fluxfed binary the managers run.
+	Binary string
+
+	logf func(string, ...any)
+}
+
+// Start brings the fleet up. On error, what was started is stopped.
+func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
+	if len(opts.Members) == 0 {
+		opts.Members = []string{"member-a", "member-b"}
+	}
+	logf := opts.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	binary := filepath.Join(opts.Dir, "fluxfed")
+	logf("Building fluxfed")
+	if err := BuildFluxfed(binary); err != nil {
+		return nil, err
+	}
+
+	names := append([]string{"hub"}, opts.Members...)
+	logf("Starting %d clusters: %v", len(names), names)
+	start := time.Now()
+	env, err := clusters.Start(ctx, clusters.Options{Names: names, Dir: opts.Dir, NodesPerCluster: opts.NodesPerCluster, Detach: opts.Detach})
+	if err != nil {
+		return nil, err
+	}
+	logf("Clusters up in %v", time.Since(start).Round(100*time.Millisecond))
+	f = &Fleet{Env: env, Hub: env.Cluster("hub"), Clients: map[string]client.Client{}, Binary: binary, logf: logf}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, env.Stop())
+		}
+	}()
+	scheme, err := testenv.Scheme()
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range env.Clusters {
+		if f.Clients[c.Name], err = client.New(c.Config, client.Options{Scheme: scheme}); err != nil {
+			return nil, err
+		}
+		if c.Name != "hub" {
+			f.Members = append(f.Members, c)
+		}
+	}
+
+	logf("Installing fluxfed: deploy/hub on the hub, deploy/default and deploy/member-access on the members")
+	if err := apply(ctx, f.Clients["hub"], "hub"); err != nil {
+		return nil, err
+	}
+	for _, m := range f.Members {
+		for _, dir := range []string{"default", "member-access"} {
+			if err := apply(ctx, f.Clients[m.Name], dir); err != nil {
+				return nil, fmt.Errorf("cluster %s: %w", m.Name, err)
+			}
+		}
+	}
+
+	logf("Starting the managers: fluxfed manager --hub on the hub, fluxfed manager on the members")
+	for _, c := range env.Clusters {
+		args := []string{"manager", "--leader-elect=false", "--metrics-bind-address=0"}
+		if c.Name == "hub" {
+			args = append(args, "--hub", "--hub-name="+HubName)
+		}
+		if err := f.runManager(ctx, c, append(args, opts.ManagerArgs...)); err != nil {
+			return nil, err
+		}
+	}
+
+	logf("Registering the members on the hub")
+	for _, m := range f.Members {
+		if err := f.Register(ctx, m); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// StartT starts a fleet for a test and stops it when the test ends, printing the end of every
+// manager's log if the test failed.
+func StartT(t testing.TB, opts Options) *Fleet {
+	t.Helper()
+	if opts.Dir == "" {
+		opts.Dir = t.TempDir()
+	}
+	if opts.Logf == nil {
+		opts.Logf = t.Logf
+	}
+	f, err := Start(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("starting the fleet: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, c := range f.Env.Clusters {
+				if data, err := os.ReadFile(filepath.Join(c.Dir, "logs", "fluxfed.log")); err == nil {
+					t.Logf("--- fluxfed manager on %s (end of log):\n%s", c.Name, tail(data, 60))
+				}
+			}
+		}
+		if err := f.Stop(); err != nil {
+			t.Errorf("stopping the fleet: %v", err)
+		}
+	})
+	return f
+}
+
+// Stop stops the managers and the clusters.
+func (f *Fleet) Stop() error { return f.Env.Stop() }
+
+// BuildFluxfed builds cmd/fluxfed into path.
+func BuildFluxfed(path string) error {
+	cmd := exec.Command("go", "build", "-o", path, "./cmd/fluxfed")
+	cmd.Dir = testenv.RepoRoot()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("building fluxfed: %v\n%s", err, out)
+	}
+	return nil
+}
+
+// apply server-side applies deploy/<dir> except its Deployment: the managers run as processes.
+func apply(ctx context.Context, c client.Client, dir string) error {
+	objs, err := testenv.Kustomize(dir)
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if o.GetKind() == "Deployment" {
+			continue
+		}
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner("fluxfed-e2e"), client.ForceOwnership); err != nil {
+			return fmt.Errorf("applying %s %s of deploy/%s: %w", o.GetKind(), o.GetName(), dir, err)
+		}
+	}
+	return nil
+}
+
+// runManager starts fluxfed's manager on c as a process that impersonates the manager's
+// ServiceAccount, so that it has exactly the permissions the manifests give it, and waits until
+// it is ready.
+func (f *Fleet) runManager(ctx context.Context, c *clusters.Cluster, args []string) error {
+	kc, err := clientcmd.LoadFromFile(c.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	for _, user := range kc.AuthInfos {
+		user.Impersonate = "system:serviceaccount:" + Namespace + ":" + ManagerServiceAccount
+	}
+	path := filepath.Join(c.Dir, "manager.kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		return err
+	}
+	probe, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	args = append(args, "--kubeconfig="+path, "--health-probe-bind-address="+probe)
+	p, err := f.Env.Run(c, "fluxfed", f.Binary, args...)
+	if err != nil {
+		return fmt.Errorf("starting fluxfed on %s: %w", c.Name, err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		resp, err := http.Get("http://" + probe + "/readyz")
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if !p.Running() || time.Now().After(deadline) {
+			data, _ := os.ReadFile(p.Log)
+			return fmt.Errorf("fluxfed on %s did not become ready; its log ends:\n%s", c.Name, tail(data, 30))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// Register writes member m's kubeconfig Secret on the hub: a kubeconfig that reaches the member
+// as the hub's ServiceAccount there, with a token from the TokenRequest API, inline as the hub
+// requires.
+func (f *Fleet) Register(ctx context.Context, m *clusters.Cluster) error {
+	cs, err := kubernetes.NewForConfig(m.Config)
+	if err != nil {
+		return err
+	}
+	token, err := cs.CoreV1().ServiceAccounts(Namespace).CreateToken(ctx, HubServiceAccount, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](24 * 3600)},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("a token for the hub on %s: %w", m.Name, err)
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters[m.Name] = &clientcmdapi.Cluster{Server: m.Config.Host, CertificateAuthorityData: m.Config.CAData}
+	kc.AuthInfos[HubServiceAccount] = &clientcmdapi.AuthInfo{Token: token.Status.Token}
+	kc.Contexts[m.Name] = &clientcmdapi.Context{Cluster: m.Name, AuthInfo: HubServiceAccount}
+	kc.CurrentContext = m.Name
+	data, err := clientcmd.Write(*kc)
+	if err != nil {
+		return err
+	}
+	secret := corev1ac.Secret(m.Name, Namespace).
+		WithLabels(map[string]string{"sigs.k8s.io/multicluster-runtime-kubeconfig": "true"}).
+		WithData(map[string][]byte{"kubeconfig": data})
+	return f.Clients["hub"].Apply(ctx, secret, client.FieldOwner("fluxfed-e2e"), client.ForceOwnership)
+}
+
+// Config returns the admin config of the named cluster.
+func (f *Fleet) Config(name string) *rest.Config { return f.Env.Cluster(name).Config }
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// tail returns the last n lines of data.
+func tail(data []byte, n int) string {
+	lines := 0
+	for i := len(data) - 1; i >= 0; i-- {
+		if data[i] == '\n' {
+			lines++
+			if lines > n {
+				return string(data[i+1:])
+			}
+		}
+	}
+	return string(data)
+}
