@@ -6,7 +6,7 @@
 // flux-broker does (see shared/FLUX.md and [Locate]): its rank is the index of its hostname in
 // the expanded hosts array, its parent comes from the parent keys or [tbon] topo, and its bind
 // and connect URIs from the hosts entries and the [bootstrap] defaults with %h and %p
-// substituted. The parsing is e2e/fluxcheck's ([fluxcheck.ParseBootstrap]).
+// substituted. The parsing is e2e/fluxcheck's (fluxcheck.ParseBootstrap).
 //
 // [Run] starts one stand-in per broker. A broker with children binds a ZeroMQ ROUTER socket on
 // its bind URI; every rank but 0 connects a DEALER socket to its parent's connect URI and says

@@ -454,15 +454,21 @@ func (r *run) ping(ctx context.Context) {
 		waits[target] = ch
 		root.route(message{kind: kindPing, seq: seq, rank: target})
 	}
+	// Every hop answers at once, so a missing answer is lost, not late.
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
 	for _, target := range targets {
 		select {
 		case m := <-waits[target]:
 			r.answer(target, m)
 		case <-ctx.Done():
-			r.answer(target, message{detail: "no answer before the deadline"})
+			r.answer(target, message{detail: "no answer to the request from rank 0"})
 		}
 	}
 }
+
+// requestTimeout bounds the wait for the answers to rank 0's requests.
+const requestTimeout = 5 * time.Second
 
 // deliver hands an answer that reached rank 0 to its waiter.
 func (r *run) deliver(m message) {

@@ -4,6 +4,9 @@
 // broker would refuse to start, take another rank than its peers think, or wait forever for a
 // parent it cannot reach. It is written from flux-core's rules, independently of the renderers
 // it checks, and is imported by tests only.
+//
+// ParseBootstrap exposes one broker's reading of its own file (its rank, the tree, its bind and
+// connect URIs) for tests that act as brokers, such as e2e/brokersim.
 package fluxcheck
 
 import (
