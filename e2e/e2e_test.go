@@ -20,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -196,4 +197,86 @@ func TestARootBurstsOntoBothMembers(t *testing.T) {
 		require.Equal(t, rootCert.Data["curve.cert"], cert.Data["curve.cert"], "one CURVE certificate for the federation")
 		require.Equal(t, hostnames(want.name, want.size), podHostnames(t, want.member, ns, want.name), "every broker of %s runs", want.name)
 	}
+}
+
+// leftovers lists what fluxfed made in namespace ns of a cluster and is still there.
+func leftovers(t require.TestingT, cluster, ns string) []string {
+	ctx := context.Background()
+	var out []string
+	lists := map[string]client.ObjectList{
+		"MiniCluster": &fluxv1alpha2.MiniClusterList{}, "Job": &batchv1.JobList{}, "Pod": &corev1.PodList{},
+		"Service": &corev1.ServiceList{}, "ConfigMap": &corev1.ConfigMapList{}, "Secret": &corev1.SecretList{},
+	}
+	for kind, list := range lists {
+		require.NoError(t, shared.Clients[cluster].List(ctx, list, client.InNamespace(ns)))
+		require.NoError(t, meta.EachListItem(list, func(o runtime.Object) error {
+			obj := o.(client.Object)
+			if kind == "ConfigMap" && obj.GetName() == "kube-root-ca.crt" {
+				return nil // every namespace has it
+			}
+			out = append(out, fmt.Sprintf("%s %s on %s", kind, obj.GetName(), cluster))
+			return nil
+		}))
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestScalingAddingAndRemovingBurstsThenDeletingTheRoot(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	root := example(t, "bursting-root.yaml")
+	root.Namespace = ns
+	hub := shared.Clients["hub"]
+	require.NoError(t, hub.Create(ctx, root))
+	waitBursts := func(want map[string]int) {
+		t.Helper()
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			require.True(c, get(c, "hub", root))
+			require.Len(c, root.Status.Bursts, len(want))
+			for name, size := range want {
+				s := burstOf(root, name)
+				require.NotNil(c, s, name)
+				require.Equal(c, fluxv1alpha2.BurstReady, s.Phase, "%s: %s", name, s.Message)
+				require.Equal(c, int32(size), s.Ready, name)
+			}
+		}, wait, tick)
+	}
+	waitBursts(map[string]int{"burst-a": 3, "burst-b": 2})
+
+	// Scale burst-a up and burst-b down.
+	edit(t, root, func(mc *fluxv1alpha2.MiniCluster) {
+		mc.Spec.Flux.Bursting.Clusters[0].Size = 5
+		mc.Spec.Flux.Bursting.Clusters[1].Size = 1
+	})
+	waitBursts(map[string]int{"burst-a": 5, "burst-b": 1})
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.Equal(c, hostnames("burst-a", 5), podHostnames(c, "member-a", ns, "burst-a"))
+		require.Equal(c, hostnames("burst-b", 1), podHostnames(c, "member-b", ns, "burst-b"))
+	}, wait, tick)
+
+	// Remove burst-b, add burst-c on member-b in a namespace of its own.
+	edit(t, root, func(mc *fluxv1alpha2.MiniCluster) {
+		mc.Spec.Flux.Bursting.Clusters = []fluxv1alpha2.Burst{
+			mc.Spec.Flux.Bursting.Clusters[0],
+			{Name: "burst-c", Size: 2, Cluster: "member-b", Namespace: ns + "-c"},
+		}
+	})
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.Empty(c, leftovers(c, "member-b", ns), "burst-b is gone from member-b")
+	}, wait, tick)
+	waitBursts(map[string]int{"burst-a": 5, "burst-c": 2})
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.Equal(c, hostnames("burst-c", 2), podHostnames(c, "member-b", ns+"-c", "burst-c"))
+	}, wait, tick)
+	require.Equal(t, "bursting-root-[0-1],burst-a-[0-4],burst-c-[0-1]", root.Status.Hostlist)
+
+	// Delete the root: nothing is left on any cluster.
+	require.NoError(t, hub.Delete(ctx, root))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.Empty(c, leftovers(c, "hub", ns))
+		require.Empty(c, leftovers(c, "member-a", ns))
+		require.Empty(c, leftovers(c, "member-b", ns))
+		require.Empty(c, leftovers(c, "member-b", ns+"-c"))
+	}, wait, tick)
 }

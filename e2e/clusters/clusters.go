@@ -78,6 +78,11 @@ type Options struct {
 	Timeout time.Duration
 	// Logf, when set, receives progress messages.
 	Logf func(format string, args ...any)
+	// BeforeControllers, when set, runs for each cluster once its API server answers and before
+	// its controllers start (local clusters): the place to install CustomResourceDefinitions,
+	// so that the garbage collector knows them from its start rather than from its next
+	// discovery, half a minute later. On kind clusters it runs once the cluster is up.
+	BeforeControllers func(ctx context.Context, c *Cluster, cfg *rest.Config) error
 }
 
 // Environment is a set of running clusters.

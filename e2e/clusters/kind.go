@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -28,9 +29,12 @@ type kindProvider struct {
 	image  string
 	nodes  int
 	suffix string
+	// beforeControllers is Options.BeforeControllers; kind's controllers already run.
+	beforeControllers func(ctx context.Context, c *Cluster, cfg *rest.Config) error
 }
 
 func (k *kindProvider) prepare(opts Options) error {
+	k.beforeControllers = opts.BeforeControllers
 	kind, err := exec.LookPath("kind")
 	if err != nil {
 		return fmt.Errorf("the kind provider needs the kind CLI on PATH (go install sigs.k8s.io/kind@latest) and a Docker engine: %w", err)
@@ -96,7 +100,17 @@ func (k *kindProvider) up(ctx context.Context, env *Environment, c *Cluster) err
 	if err != nil {
 		return err
 	}
-	return writeKubeconfig(c.Kubeconfig, own)
+	if err := writeKubeconfig(c.Kubeconfig, own); err != nil {
+		return err
+	}
+	if k.beforeControllers == nil {
+		return nil
+	}
+	cfg, err := restConfig(c.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	return k.beforeControllers(ctx, c, cfg)
 }
 
 // nodeCount counts the control plane, which kind taints against ordinary pods, besides the workers.

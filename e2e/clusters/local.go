@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/fluxfed/fluxfed/e2e/k8sbin"
 )
@@ -71,8 +72,10 @@ type localProvider struct {
 	bin    string
 	ports  *portAllocator
 	detach bool
-	nodes  int
-	stages []byte
+	// beforeControllers is Options.BeforeControllers.
+	beforeControllers func(ctx context.Context, c *Cluster, cfg *rest.Config) error
+	nodes             int
+	stages            []byte
 }
 
 func (l *localProvider) prepare(opts Options) error {
@@ -85,6 +88,7 @@ func (l *localProvider) prepare(opts Options) error {
 		return err
 	}
 	l.bin, l.ports, l.detach, l.nodes, l.stages = bin, newPortAllocator(), opts.Detach, opts.NodesPerCluster, stages
+	l.beforeControllers = opts.BeforeControllers
 	return nil
 }
 
@@ -195,6 +199,16 @@ func (l *localProvider) up(ctx context.Context, env *Environment, c *Cluster) er
 		}, nil
 	}, func(ctx context.Context) (bool, error) { return readyz(ctx, cs) }); err != nil {
 		return err
+	}
+
+	if l.beforeControllers != nil {
+		cfg, err := restConfig(c.Kubeconfig)
+		if err != nil {
+			return err
+		}
+		if err := l.beforeControllers(ctx, c, cfg); err != nil {
+			return fmt.Errorf("cluster %s: before the controllers: %w", c.Name, err)
+		}
 	}
 
 	kwokEnv := append(os.Environ(), "HOME="+c.Dir) // kwok also reads ~/.kwok/kwok.yaml; not the user's

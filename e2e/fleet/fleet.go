@@ -20,6 +20,8 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -96,7 +98,12 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 	names := append([]string{"hub"}, opts.Members...)
 	logf("Starting %d clusters: %v", len(names), names)
 	start := time.Now()
-	env, err := clusters.Start(ctx, clusters.Options{Names: names, Dir: opts.Dir, NodesPerCluster: opts.NodesPerCluster, Detach: opts.Detach})
+	env, err := clusters.Start(ctx, clusters.Options{
+		Names: names, Dir: opts.Dir, NodesPerCluster: opts.NodesPerCluster, Detach: opts.Detach,
+		// The CRD exists before the controllers start, as on a cluster where fluxfed has been
+		// installed for a while: the garbage collector knows MiniClusters from the start.
+		BeforeControllers: installCRD,
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -192,6 +199,36 @@ func BuildFluxfed(path string) error {
 		return fmt.Errorf("building fluxfed: %v\n%s", err, out)
 	}
 	return nil
+}
+
+// installCRD applies deploy/crd to a cluster.
+func installCRD(ctx context.Context, _ *clusters.Cluster, cfg *rest.Config) error {
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return err
+	}
+	if err := apply(ctx, c, "crd"); err != nil {
+		return err
+	}
+	// Served, not only stored: the controllers' first discovery must find it.
+	crd := &unstructured.Unstructured{}
+	crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
+	for {
+		if err := c.Get(ctx, client.ObjectKey{Name: "miniclusters.flux-framework.org"}, crd); err != nil {
+			return err
+		}
+		conditions, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+		for _, raw := range conditions {
+			if cond, ok := raw.(map[string]any); ok && cond["type"] == "Established" && cond["status"] == "True" {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // apply server-side applies deploy/<dir> except its Deployment: the managers run as processes.
