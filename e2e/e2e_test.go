@@ -6,6 +6,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,9 +20,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -54,6 +57,22 @@ func TestMain(m *testing.M) {
 	}
 	fmt.Fprintf(os.Stderr, "e2e: fleet up in %v (logs in %s)\n", time.Since(start).Round(100*time.Millisecond), dir)
 	code := m.Run()
+	// The managers ran with exactly the permissions deploy/ gives them: one they lacked shows
+	// as a refusal in their logs, whether or not a test noticed its effect.
+	for _, c := range shared.Env.Clusters {
+		data, err := os.ReadFile(filepath.Join(c.Dir, "logs", "fluxfed.log"))
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: reading the manager's log on %s: %v\n", c.Name, err)
+			code = 1
+			continue
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if strings.Contains(line, "forbidden") {
+				fmt.Fprintf(os.Stderr, "e2e: the manager on %s was refused a permission the manifests should give it:\n%s\n", c.Name, line)
+				code = 1
+			}
+		}
+	}
 	if err := shared.Stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: stopping the fleet: %v\n", err)
 		code = 1
@@ -279,4 +298,96 @@ func TestScalingAddingAndRemovingBurstsThenDeletingTheRoot(t *testing.T) {
 		require.Empty(c, leftovers(c, "member-b", ns))
 		require.Empty(c, leftovers(c, "member-b", ns+"-c"))
 	}, wait, tick)
+}
+
+// TestEveryExampleReachesItsState applies every example under examples/ on the hub, as a user
+// would, and waits for the state its comments promise: every broker running and the
+// MiniCluster Ready; for a root that bursts, every burst Ready too.
+func TestEveryExampleReachesItsState(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(testenv.RepoRoot(), "examples", "*.yaml"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, path := range files {
+		file := filepath.Base(path)
+		t.Run(file, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			ns := namespace(t)
+			mc := example(t, file)
+			mc.Namespace = ns
+			hub := shared.Clients["hub"]
+			// What the example's comments say must exist before it is applied.
+			for _, obj := range prerequisites(mc) {
+				obj.SetNamespace(ns)
+				if _, ok := obj.(*corev1.PersistentVolume); ok {
+					obj.SetNamespace("")
+					obj.SetName(ns + "-" + obj.GetName())
+				}
+				require.NoError(t, hub.Create(ctx, obj), "%T %s", obj, obj.GetName())
+			}
+			require.NoError(t, hub.Create(ctx, mc))
+			pushed := slices.ContainsFunc(mc.Spec.Flux.Bursting.Clusters, func(b fluxv1alpha2.Burst) bool { return b.Cluster != "" })
+			require.EventuallyWithT(t, func(c *assert.CollectT) {
+				require.True(c, get(c, "hub", mc))
+				ready := meta.FindStatusCondition(mc.Status.Conditions, fluxv1alpha2.ConditionReady)
+				require.NotNil(c, ready)
+				require.Equal(c, metav1.ConditionTrue, ready.Status, "%s: %s", ready.Reason, ready.Message)
+				require.Equal(c, hostnames(mc.Name, int(mc.Spec.Size)), podHostnames(c, "hub", ns, mc.Name))
+				if pushed {
+					require.True(c, meta.IsStatusConditionTrue(mc.Status.Conditions, fluxv1alpha2.ConditionBurstsReady))
+				} else {
+					require.Nil(c, meta.FindStatusCondition(mc.Status.Conditions, fluxv1alpha2.ConditionBursting),
+						"a MiniCluster that pushes no burst carries no federation condition")
+				}
+				require.True(c, meta.IsStatusConditionFalse(mc.Status.Conditions, fluxv1alpha2.ConditionFailed))
+			}, wait, tick)
+			require.NoError(t, hub.Delete(ctx, mc))
+		})
+	}
+}
+
+// prerequisites returns the objects an example refers to and expects to exist: its pods'
+// ServiceAccount, and the ConfigMaps, Secrets and claims (with a volume to bind) its volumes
+// name.
+func prerequisites(mc *fluxv1alpha2.MiniCluster) []client.Object {
+	var objs []client.Object
+	if sa := mc.Spec.Pod.ServiceAccountName; sa != "" {
+		objs = append(objs, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}})
+	}
+	for _, c := range mc.Spec.Containers {
+		for _, name := range slices.Sorted(maps.Keys(c.Volumes)) {
+			v := c.Volumes[name]
+			switch {
+			case v.ConfigMapName != "":
+				data := map[string]string{}
+				for key := range v.Items {
+					data[key] = "example"
+				}
+				objs = append(objs, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: v.ConfigMapName}, Data: data})
+			case v.SecretName != "":
+				objs = append(objs, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: v.SecretName}, StringData: map[string]string{"token": "example"}})
+			case v.ClaimName != "":
+				size := resource.MustParse("1Gi")
+				objs = append(objs,
+					&corev1.PersistentVolume{
+						ObjectMeta: metav1.ObjectMeta{Name: v.ClaimName},
+						Spec: corev1.PersistentVolumeSpec{
+							Capacity:                      corev1.ResourceList{corev1.ResourceStorage: size},
+							AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+							PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
+							PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/var/tmp/" + v.ClaimName}},
+						},
+					},
+					&corev1.PersistentVolumeClaim{
+						ObjectMeta: metav1.ObjectMeta{Name: v.ClaimName},
+						Spec: corev1.PersistentVolumeClaimSpec{
+							AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+							StorageClassName: ptr.To(""),
+							Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
+						},
+					})
+			}
+		}
+	}
+	return objs
 }

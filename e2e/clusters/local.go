@@ -55,6 +55,7 @@ var controllers = []string{
 	"pod-garbage-collector-controller",
 	"disruption-controller",
 	"clusterrole-aggregation-controller",
+	"persistentvolume-binder-controller",
 }
 
 // serviceAccountIssuer is the issuer of service account tokens in every local cluster.
