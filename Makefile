@@ -23,6 +23,14 @@ TESTFLAGS ?=
 help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z0-9_-]+:.*##/ {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2} /^##@/ {printf "\n%s\n", substr($$0, 5)}' $(MAKEFILE_LIST)
 
+##@ Try it
+
+.PHONY: demo
+demo: ## Burst one Flux instance over a hub and two member clusters on this machine; KEEP=1 leaves them running.
+	@echo "make demo: building (or finding cached) the Kubernetes binaries; the first run builds them from source and takes several minutes"
+	@e2e/k8sbin/build.sh >/dev/null
+	@KEEP=$(KEEP) $(GO) run ./e2e/cmd/demo
+
 ##@ Build
 
 .PHONY: build
