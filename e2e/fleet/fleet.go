@@ -336,11 +336,15 @@ func freeAddr() (string, error) {
 
 // tail returns the last n lines of data.
 func tail(data []byte, n int) string {
+	end := len(data)
+	if end > 0 && data[end-1] == '\n' {
+		end-- // the last newline ends the last line
+	}
 	lines := 0
-	for i := len(data) - 1; i >= 0; i-- {
+	for i := end - 1; i >= 0; i-- {
 		if data[i] == '\n' {
 			lines++
-			if lines > n {
+			if lines == n {
 				return string(data[i+1:])
 			}
 		}

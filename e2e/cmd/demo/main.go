@@ -39,22 +39,22 @@ const namespace = "demo"
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Stdout, os.Getenv("KEEP") == "1"); err != nil {
+	cache, err := os.UserCacheDir()
+	if err == nil {
+		err = run(ctx, os.Stdout, os.Getenv("KEEP") == "1", filepath.Join(cache, "fluxfed", "demo"))
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, out io.Writer, keep bool) error {
+// run runs the demo in dir; with keep, the clusters keep running when it returns.
+func run(ctx context.Context, out io.Writer, keep bool, dir string) error {
 	start := time.Now()
 	say := func(format string, args ...any) {
 		fmt.Fprintf(out, "[%5.1fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
 	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		return err
-	}
-	dir := filepath.Join(cache, "fluxfed", "demo")
 	if old, err := os.ReadFile(filepath.Join(dir, "state.json")); err == nil && len(old) > 0 {
 		return fmt.Errorf("a demo is still running in %s (KEEP=1 earlier?): stop it with make clusters-down CLUSTERS_DIR=%s", dir, dir)
 	}

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestDemoShowsTheFederation runs the demo, the README's first command, and checks that it shows
+// what it promises, then leaves nothing behind.
+func TestDemoShowsTheFederation(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "demo")
+	var out bytes.Buffer
+	require.NoError(t, run(context.Background(), &out, false, dir), out.String())
+	for _, want := range []string{
+		"Every broker of the federation runs",
+		"global hostlist: bursting-root-[0-1],burst-a-[0-2],burst-b-[0-1]",
+		"BurstsReady          True   AllBurstsReady   2 of 2 bursts ready",
+		"burst-a  member-a  demo       3     3      Ready  3 of 3 brokers ready",
+		"burst-b  member-b  demo       2     2      Ready  2 of 2 brokers ready",
+		"rank 0 (bursting-root-0) saw 7 of 7 ranks join",
+		"every rank answers it.",
+		"--context member-a -n demo get minicluster,jobs,pods",
+	} {
+		require.Contains(t, out.String(), want)
+	}
+	for rank, host := range []string{"bursting-root-0", "bursting-root-1", "burst-a-0", "burst-a-1", "burst-a-2", "burst-b-0", "burst-b-1"} {
+		require.Regexp(t, `(?m)^  `+string(rune('0'+rank))+`\s+\S+\s+demo/`+host+`-\w+\s+`+host+`\s+\S+\s+Running$`, out.String())
+	}
+	_, err := os.Stat(dir)
+	require.True(t, os.IsNotExist(err), "the demo removes its directory")
+}
+
+func TestDemoRefusesToStartOverARunningOne(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "state.json"), []byte(`{"clusters":[]}`), 0o600))
+	err := run(context.Background(), &bytes.Buffer{}, false, dir)
+	require.ErrorContains(t, err, "a demo is still running in "+dir)
+}
