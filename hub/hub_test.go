@@ -552,8 +552,15 @@ func TestTheLeadBrokerAddressFollowsRankZero(t *testing.T) {
 		require.Equal(c, port, child.Spec.Flux.Bursting.LeadBroker.Port)
 	}, wait, tick)
 
-	// Rank 0 is rescheduled to a node with an InternalIP only.
+	// Rank 0 is rescheduled to a node with an InternalIP only. In between, the address is
+	// pending, and the children and the status keep the one they have.
 	require.NoError(t, f.hub.Client.Delete(ctx, first, client.GracePeriodSeconds(0)))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		got := f.root(c, root)
+		cond := meta.FindStatusCondition(got.Status.Conditions, fluxv1alpha2.ConditionLeadBrokerReachable)
+		require.Equal(c, fluxv1alpha2.ReasonAddressPending, cond.Reason)
+		require.Equal(c, &fluxv1alpha2.LeadBrokerStatus{Address: "203.0.113.1", Port: port}, got.Status.LeadBroker)
+	}, wait, tick)
 	leadPod("moving-0-bbbbb", "node-2")
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		require.Equal(c, "10.0.0.2", a.child(c, ns, "burst-a").Spec.Flux.Bursting.LeadBroker.Address, "the IPv4 InternalIP")

@@ -16,7 +16,9 @@ import (
 
 // writeStatus reports the federation observed this reconcile on the root.
 func (r *Reconciler) writeStatus(ctx context.Context, root *fluxv1alpha2.MiniCluster, observations []BurstObservation, ld lead) error {
-	var leadStatus *fluxv1alpha2.LeadBrokerStatus
+	// While the endpoint is pending (rank 0 is being rescheduled), the children keep the one they
+	// were given, and so does the status: LeadBrokerReachable says it is pending.
+	leadStatus := root.Status.LeadBroker
 	if ld.endpoint.Address != "" {
 		leadStatus = &fluxv1alpha2.LeadBrokerStatus{Address: ld.endpoint.Address, Port: ld.endpoint.Port}
 	}
