@@ -196,7 +196,7 @@ func BuildFluxfed(path string) error {
 	cmd := exec.Command("go", "build", "-o", path, "./cmd/fluxfed")
 	cmd.Dir = testenv.RepoRoot()
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("building fluxfed: %v\n%s", err, out)
+		return fmt.Errorf("building fluxfed: %w\n%s", err, out)
 	}
 	return nil
 }

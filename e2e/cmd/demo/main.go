@@ -37,16 +37,20 @@ import (
 const namespace = "demo"
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	cache, err := os.UserCacheDir()
-	if err == nil {
-		err = run(ctx, os.Stdout, os.Getenv("KEEP") == "1", filepath.Join(cache, "fluxfed", "demo"))
-	}
-	if err != nil {
+	if err := mainErr(); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
+}
+
+func mainErr() error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return err
+	}
+	return run(ctx, os.Stdout, os.Getenv("KEEP") == "1", filepath.Join(cache, "fluxfed", "demo"))
 }
 
 // run runs the demo in dir; with keep, the clusters keep running when it returns.
