@@ -103,6 +103,20 @@ func example(t *testing.T, file string) *fluxv1alpha2.MiniCluster {
 	return mc
 }
 
+// applyExample applies an example on the hub, in a namespace of its own, after change (when
+// set) altered it.
+func applyExample(t *testing.T, file string, change func(*fluxv1alpha2.MiniCluster)) (*fluxv1alpha2.MiniCluster, string) {
+	t.Helper()
+	ns := namespace(t)
+	mc := example(t, file)
+	mc.Namespace = ns
+	if change != nil {
+		change(mc)
+	}
+	require.NoError(t, shared.Clients["hub"].Create(context.Background(), mc))
+	return mc, ns
+}
+
 func get(t require.TestingT, cluster string, obj client.Object) bool {
 	err := shared.Clients[cluster].Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
 	if apierrors.IsNotFound(err) {
@@ -161,11 +175,8 @@ func podHostnames(t require.TestingT, cluster, ns, name string) []string {
 
 func TestARootBurstsOntoBothMembers(t *testing.T) {
 	ctx := context.Background()
-	ns := namespace(t)
-	root := example(t, "bursting-root.yaml")
-	root.Namespace = ns
+	root, ns := applyExample(t, "bursting-root.yaml", nil)
 	hub := shared.Clients["hub"]
-	require.NoError(t, hub.Create(ctx, root))
 
 	// Statuses flow back: every burst Ready means every child reports all its brokers ready.
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
@@ -243,11 +254,8 @@ func leftovers(t require.TestingT, cluster, ns string) []string {
 
 func TestScalingAddingAndRemovingBurstsThenDeletingTheRoot(t *testing.T) {
 	ctx := context.Background()
-	ns := namespace(t)
-	root := example(t, "bursting-root.yaml")
-	root.Namespace = ns
+	root, ns := applyExample(t, "bursting-root.yaml", nil)
 	hub := shared.Clients["hub"]
-	require.NoError(t, hub.Create(ctx, root))
 	waitBursts := func(want map[string]int) {
 		t.Helper()
 		require.EventuallyWithT(t, func(c *assert.CollectT) {

@@ -35,13 +35,11 @@ func join(t *testing.T, bs []brokersim.Broker, n *brokersim.Network) *brokersim.
 // another order, or a topology whose parent lies in another cluster does not join.
 func TestTheFederationsOverlayJoins(t *testing.T) {
 	ctx := context.Background()
-	ns := namespace(t)
-	root := example(t, "bursting-root.yaml")
-	root.Namespace = ns
-	root.Spec.Size = 4
-	root.Spec.Flux.Bursting.Clusters[0].Size = 9
-	root.Spec.Flux.Bursting.Clusters[1].Size = 8
-	require.NoError(t, shared.Clients["hub"].Create(ctx, root))
+	root, _ := applyExample(t, "bursting-root.yaml", func(mc *fluxv1alpha2.MiniCluster) {
+		mc.Spec.Size = 4
+		mc.Spec.Flux.Bursting.Clusters[0].Size = 9
+		mc.Spec.Flux.Bursting.Clusters[1].Size = 8
+	})
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		require.True(c, get(c, "hub", root))
 		require.True(c, meta.IsStatusConditionTrue(root.Status.Conditions, fluxv1alpha2.ConditionReady))

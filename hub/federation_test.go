@@ -313,6 +313,20 @@ func newRoot(ns, name string, bursts ...fluxv1alpha2.Burst) *fluxv1alpha2.MiniCl
 	}
 }
 
+// burstOntoBoth creates, in a namespace of its own, a root that bursts burst-a (3 brokers) onto
+// member-a and burst-b (2) onto member-b, and waits until both children are applied.
+func (f *federation) burstOntoBoth(t testing.TB, name string) (string, *fluxv1alpha2.MiniCluster) {
+	t.Helper()
+	ns := f.namespace(t)
+	root := newRoot(ns, name,
+		fluxv1alpha2.Burst{Name: "burst-a", Cluster: "member-a", Size: 3},
+		fluxv1alpha2.Burst{Name: "burst-b", Cluster: "member-b", Size: 2})
+	require.NoError(t, f.hub.Client.Create(context.Background(), root))
+	f.waitBurst(t, root, "burst-a", fluxv1alpha2.BurstApplied)
+	f.waitBurst(t, root, "burst-b", fluxv1alpha2.BurstApplied)
+	return ns, root
+}
+
 // child reads a child from a member's API server; nil when it does not exist.
 func (m *memberCluster) child(t require.TestingT, ns, name string) *fluxv1alpha2.MiniCluster {
 	mc := &fluxv1alpha2.MiniCluster{}

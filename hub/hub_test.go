@@ -155,13 +155,7 @@ func TestTheRootReportsEveryBurstsState(t *testing.T) {
 func TestEditingTheRootUpdatesAndRemovesChildren(t *testing.T) {
 	f := startFederation(t, hub.Options{}, "member-a", "member-b")
 	ctx := context.Background()
-	ns := f.namespace(t)
-	root := newRoot(ns, "edited",
-		fluxv1alpha2.Burst{Name: "burst-a", Cluster: "member-a", Size: 3},
-		fluxv1alpha2.Burst{Name: "burst-b", Cluster: "member-b", Size: 2})
-	require.NoError(t, f.hub.Client.Create(ctx, root))
-	f.waitBurst(t, root, "burst-a", fluxv1alpha2.BurstApplied)
-	f.waitBurst(t, root, "burst-b", fluxv1alpha2.BurstApplied)
+	ns, root := f.burstOntoBoth(t, "edited")
 	a, b := f.members["member-a"], f.members["member-b"]
 
 	// Resize burst-a, drop burst-b, add burst-c on member-b.
@@ -202,13 +196,7 @@ func TestEditingTheRootUpdatesAndRemovesChildren(t *testing.T) {
 func TestDeletingTheRootDeletesItsChildrenEverywhere(t *testing.T) {
 	f := startFederation(t, hub.Options{}, "member-a", "member-b")
 	ctx := context.Background()
-	ns := f.namespace(t)
-	root := newRoot(ns, "doomed",
-		fluxv1alpha2.Burst{Name: "burst-a", Cluster: "member-a", Size: 3},
-		fluxv1alpha2.Burst{Name: "burst-b", Cluster: "member-b", Size: 2})
-	require.NoError(t, f.hub.Client.Create(ctx, root))
-	f.waitBurst(t, root, "burst-a", fluxv1alpha2.BurstApplied)
-	f.waitBurst(t, root, "burst-b", fluxv1alpha2.BurstApplied)
+	ns, root := f.burstOntoBoth(t, "doomed")
 
 	require.NoError(t, f.hub.Client.Delete(ctx, root))
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
@@ -227,14 +215,7 @@ func TestDeletingTheRootDeletesItsChildrenEverywhere(t *testing.T) {
 
 func TestAnUnreachableMemberDoesNotStopTheOthers(t *testing.T) {
 	f := startFederation(t, hub.Options{}, "member-a", "member-b")
-	ctx := context.Background()
-	ns := f.namespace(t)
-	root := newRoot(ns, "resilient",
-		fluxv1alpha2.Burst{Name: "burst-a", Cluster: "member-a", Size: 3},
-		fluxv1alpha2.Burst{Name: "burst-b", Cluster: "member-b", Size: 2})
-	require.NoError(t, f.hub.Client.Create(ctx, root))
-	f.waitBurst(t, root, "burst-a", fluxv1alpha2.BurstApplied)
-	f.waitBurst(t, root, "burst-b", fluxv1alpha2.BurstApplied)
+	ns, root := f.burstOntoBoth(t, "resilient")
 	a, b := f.members["member-a"], f.members["member-b"]
 
 	b.proxy.cut()
@@ -481,14 +462,7 @@ func TestMemberCachesHoldOnlyTheHubsObjects(t *testing.T) {
 
 func TestASettledFederationCostsNoRequests(t *testing.T) {
 	f := startFederation(t, hub.Options{}, "member-a", "member-b")
-	ctx := context.Background()
-	ns := f.namespace(t)
-	root := newRoot(ns, "quiet",
-		fluxv1alpha2.Burst{Name: "burst-a", Cluster: "member-a", Size: 3},
-		fluxv1alpha2.Burst{Name: "burst-b", Cluster: "member-b", Size: 2})
-	require.NoError(t, f.hub.Client.Create(ctx, root))
-	f.waitBurst(t, root, "burst-a", fluxv1alpha2.BurstApplied)
-	f.waitBurst(t, root, "burst-b", fluxv1alpha2.BurstApplied)
+	_, root := f.burstOntoBoth(t, "quiet")
 	time.Sleep(2 * time.Second) // the children's status settles
 
 	hubMark := f.hubCount.mark()
@@ -627,13 +601,7 @@ func TestAFederationThatCannotWorkIsRefusedWithAReason(t *testing.T) {
 func TestTheDeployedPermissionsSuffice(t *testing.T) {
 	f := startFederationAs(t, true, hub.Options{}, "member-a", "member-b")
 	ctx := context.Background()
-	ns := f.namespace(t)
-	root := newRoot(ns, "least",
-		fluxv1alpha2.Burst{Name: "burst-a", Cluster: "member-a", Size: 3},
-		fluxv1alpha2.Burst{Name: "burst-b", Cluster: "member-b", Size: 2})
-	require.NoError(t, f.hub.Client.Create(ctx, root))
-	f.waitBurst(t, root, "burst-a", fluxv1alpha2.BurstApplied)
-	f.waitBurst(t, root, "burst-b", fluxv1alpha2.BurstApplied)
+	ns, root := f.burstOntoBoth(t, "least")
 	f.edit(t, root, func(mc *fluxv1alpha2.MiniCluster) {
 		mc.Spec.Flux.Bursting.Clusters = mc.Spec.Flux.Bursting.Clusters[:1]
 	})
