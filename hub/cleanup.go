@@ -38,13 +38,19 @@ func (r *Reconciler) finalize(ctx context.Context, root *fluxv1alpha2.MiniCluste
 			names[b.Cluster] = true
 		}
 	}
-	var pending []string
+	var pending, unregistered []string
 	for _, name := range slices.Sorted(maps.Keys(names)) {
-		cl, _, err := r.member(ctx, name)
-		if err != nil {
-			if names[name] {
-				pending = append(pending, fmt.Sprintf("%s (%v)", name, err))
-			}
+		cl, reason, err := r.member(ctx, name)
+		switch {
+		case err != nil && !names[name]:
+			continue
+		case err != nil && reason == fluxv1alpha2.ReasonMemberUnreachable:
+			pending = append(pending, fmt.Sprintf("%s (%v)", name, err))
+			continue
+		case err != nil:
+			// Not registered, or its kubeconfig refused: waiting cannot help. Whatever this hub
+			// pushed there is the orphan sweep's once the member is registered again.
+			unregistered = append(unregistered, fmt.Sprintf("%s (%v)", name, err))
 			continue
 		}
 		memberCtx, cancel := context.WithTimeout(ctx, r.opts.MemberTimeout)
@@ -67,6 +73,10 @@ func (r *Reconciler) finalize(ctx context.Context, root *fluxv1alpha2.MiniCluste
 		r.eventf(root, corev1.EventTypeWarning, "CleanupIncomplete", "DeleteChildren",
 			"gave up waiting after %v for %s; the orphan sweep deletes what is left when the member answers",
 			r.opts.CleanupTimeout, strings.Join(pending, ", "))
+	}
+	if len(unregistered) > 0 {
+		r.eventf(root, corev1.EventTypeWarning, "CleanupIncomplete", "DeleteChildren",
+			"cannot reach %s; the orphan sweep deletes what is left there once the member is registered again", strings.Join(unregistered, ", "))
 	}
 	r.probes.Delete(root.UID)
 	return reconcile.Result{}, r.releaseFinalizer(ctx, root)

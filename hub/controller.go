@@ -280,7 +280,9 @@ func (r *Reconciler) applyFinalizer(ctx context.Context, root *fluxv1alpha2.Mini
 	u.SetFinalizers(finalizers)
 	u.SetUID(root.UID)
 	err := r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(fluxv1alpha2.FieldOwnerHub), client.ForceOwnership)
-	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) && len(finalizers) == 0 {
+	// Releasing the finalizer of a root that is gone (or re-created: the UID does not match) is
+	// done already.
+	if apierrors.IsNotFound(err) || (apierrors.IsConflict(err) && len(finalizers) == 0) {
 		return nil
 	}
 	if err != nil {

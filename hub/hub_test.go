@@ -617,3 +617,22 @@ func TestTheDeployedPermissionsSuffice(t *testing.T) {
 		require.True(c, apierrors.IsNotFound(f.hub.Client.Get(ctx, client.ObjectKeyFromObject(root), &fluxv1alpha2.MiniCluster{})))
 	}, wait, tick)
 }
+
+func TestDeletingARootWhoseMemberIsNotRegisteredDoesNotWait(t *testing.T) {
+	f := startFederation(t, hub.Options{CleanupTimeout: time.Hour}, "member-a")
+	ctx := context.Background()
+	ns := f.namespace(t)
+	root := newRoot(ns, "nowhere",
+		fluxv1alpha2.Burst{Name: "burst-a", Cluster: "member-a", Size: 1},
+		fluxv1alpha2.Burst{Name: "burst-x", Cluster: "member-x", Size: 1})
+	require.NoError(t, f.hub.Client.Create(ctx, root))
+	f.waitBurst(t, root, "burst-a", fluxv1alpha2.BurstApplied)
+	f.waitBurst(t, root, "burst-x", fluxv1alpha2.BurstUnreachable)
+
+	require.NoError(t, f.hub.Client.Delete(ctx, root))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.True(c, apierrors.IsNotFound(f.hub.Client.Get(ctx, client.ObjectKeyFromObject(root), &fluxv1alpha2.MiniCluster{})),
+			"no cleanup timeout for a member that is not registered")
+		require.Nil(c, f.members["member-a"].child(c, ns, "burst-a"))
+	}, wait, tick)
+}
