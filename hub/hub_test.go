@@ -25,8 +25,37 @@ import (
 	"github.com/fluxfed/fluxfed/member/render"
 )
 
-func TestARootBurstsOntoTwoMembers(t *testing.T) {
-	f := startFederation(t, hub.Options{}, "member-a", "member-b")
+// TestOnOneFederation runs, on one hub and two members, the scenarios that do not disturb each
+// other: each works in namespaces of its own, and the one that cuts a member comes last.
+// Scenarios that rotate credentials, count requests, run the sweep in the background or run
+// with other permissions have a federation of their own.
+func TestOnOneFederation(t *testing.T) {
+	f := startFederation(t, hub.Options{ProbeInterval: time.Second}, "member-a", "member-b")
+	for _, scenario := range []struct {
+		name string
+		run  func(*testing.T, *federation)
+	}{
+		{"ARootBurstsOntoTwoMembers", testARootBurstsOntoTwoMembers},
+		{"TheRootReportsEveryBurstsState", testTheRootReportsEveryBurstsState},
+		{"EditingTheRootUpdatesAndRemovesChildren", testEditingTheRootUpdatesAndRemovesChildren},
+		{"DeletingTheRootDeletesItsChildrenEverywhere", testDeletingTheRootDeletesItsChildrenEverywhere},
+		{"ARefusedKubeconfigIsReportedOnTheSecretAndTheRoot", testARefusedKubeconfigIsReportedOnTheSecretAndTheRoot},
+		{"TwoRootsShareAMemberWithoutInterfering", testTwoRootsShareAMemberWithoutInterfering},
+		{"MemberCachesHoldOnlyTheHubsObjects", testMemberCachesHoldOnlyTheHubsObjects},
+		{"TheLeadBrokerAddressFollowsRankZero", testTheLeadBrokerAddressFollowsRankZero},
+		{"AFederationThatCannotWorkIsRefusedWithAReason", testAFederationThatCannotWorkIsRefusedWithAReason},
+		{"DeletingARootWhoseMemberIsNotRegisteredDoesNotWait", testDeletingARootWhoseMemberIsNotRegisteredDoesNotWait},
+		{"TheOrphanSweepDeletesOnlyTheChildrenOfGoneRoots", testTheOrphanSweepDeletesOnlyTheChildrenOfGoneRoots},
+		{"AMemberRegisteredLaterGetsItsChild", testAMemberRegisteredLaterGetsItsChild},
+		{"ALeadBrokerThatDoesNotAnswerIsReportedAndTheChildrenPushedAnyway", testALeadBrokerThatDoesNotAnswerIsReportedAndTheChildrenPushedAnyway},
+		// Last: it cuts member-b for a while.
+		{"AnUnreachableMemberDoesNotStopTheOthers", testAnUnreachableMemberDoesNotStopTheOthers},
+	} {
+		t.Run(scenario.name, func(t *testing.T) { scenario.run(t, f) })
+	}
+}
+
+func testARootBurstsOntoTwoMembers(t *testing.T, f *federation) {
 	ctx := context.Background()
 	ns := f.namespace(t)
 	root := newRoot(ns, "lammps",
@@ -116,8 +145,7 @@ func setJobReady(t *testing.T, c client.Client, ns, name string, n int32) {
 	require.NoError(t, c.Status().Patch(context.Background(), job, patch))
 }
 
-func TestTheRootReportsEveryBurstsState(t *testing.T) {
-	f := startFederation(t, hub.Options{}, "member-a", "member-b")
+func testTheRootReportsEveryBurstsState(t *testing.T, f *federation) {
 	ctx := context.Background()
 	ns := f.namespace(t)
 	root := newRoot(ns, "states",
@@ -152,8 +180,7 @@ func TestTheRootReportsEveryBurstsState(t *testing.T) {
 	require.Equal(t, "states-[0-3],reserved-0,burst-a-[0-2],burst-b-[0-1]", got.Status.Hostlist)
 }
 
-func TestEditingTheRootUpdatesAndRemovesChildren(t *testing.T) {
-	f := startFederation(t, hub.Options{}, "member-a", "member-b")
+func testEditingTheRootUpdatesAndRemovesChildren(t *testing.T, f *federation) {
 	ctx := context.Background()
 	ns, root := f.burstOntoBoth(t, "edited")
 	a, b := f.members["member-a"], f.members["member-b"]
@@ -193,8 +220,7 @@ func TestEditingTheRootUpdatesAndRemovesChildren(t *testing.T) {
 	}, wait, tick)
 }
 
-func TestDeletingTheRootDeletesItsChildrenEverywhere(t *testing.T) {
-	f := startFederation(t, hub.Options{}, "member-a", "member-b")
+func testDeletingTheRootDeletesItsChildrenEverywhere(t *testing.T, f *federation) {
 	ctx := context.Background()
 	ns, root := f.burstOntoBoth(t, "doomed")
 
@@ -213,8 +239,7 @@ func TestDeletingTheRootDeletesItsChildrenEverywhere(t *testing.T) {
 	}, wait, tick)
 }
 
-func TestAnUnreachableMemberDoesNotStopTheOthers(t *testing.T) {
-	f := startFederation(t, hub.Options{}, "member-a", "member-b")
+func testAnUnreachableMemberDoesNotStopTheOthers(t *testing.T, f *federation) {
 	ns, root := f.burstOntoBoth(t, "resilient")
 	a, b := f.members["member-a"], f.members["member-b"]
 
@@ -274,8 +299,7 @@ func TestARotatedKubeconfigIsUsedAndADeletedOneDisengages(t *testing.T) {
 	require.Equal(t, fluxv1alpha2.ReasonMemberNotFound, cond.Reason)
 }
 
-func TestARefusedKubeconfigIsReportedOnTheSecretAndTheRoot(t *testing.T) {
-	f := startFederation(t, hub.Options{}, "member-a")
+func testARefusedKubeconfigIsReportedOnTheSecretAndTheRoot(t *testing.T, f *federation) {
 	ctx := context.Background()
 	ns := f.namespace(t)
 	kc, err := testenv.Kubeconfig(f.members["member-a"].env.Config)
@@ -313,8 +337,7 @@ users:
 	}, wait, tick)
 }
 
-func TestTwoRootsShareAMemberWithoutInterfering(t *testing.T) {
-	f := startFederation(t, hub.Options{}, "member-a")
+func testTwoRootsShareAMemberWithoutInterfering(t *testing.T, f *federation) {
 	ctx := context.Background()
 	a := f.members["member-a"]
 	ns1, ns2 := f.namespace(t), f.namespace(t)
@@ -344,8 +367,7 @@ func TestTwoRootsShareAMemberWithoutInterfering(t *testing.T) {
 	require.Empty(t, deleted, "a live root's child is no orphan")
 }
 
-func TestTheOrphanSweepDeletesOnlyTheChildrenOfGoneRoots(t *testing.T) {
-	f := startFederation(t, hub.Options{}, "member-a")
+func testTheOrphanSweepDeletesOnlyTheChildrenOfGoneRoots(t *testing.T, f *federation) {
 	ctx := context.Background()
 	a := f.members["member-a"]
 	ns := f.namespace(t)
@@ -411,8 +433,7 @@ func TestARootDeletedWhileAMemberIsDownIsReleasedAndSweptLater(t *testing.T) {
 	}, wait, tick)
 }
 
-func TestAMemberRegisteredLaterGetsItsChild(t *testing.T) {
-	f := startFederation(t, hub.Options{}, "member-a")
+func testAMemberRegisteredLaterGetsItsChild(t *testing.T, f *federation) {
 	ctx := context.Background()
 	ns := f.namespace(t)
 	root := newRoot(ns, "early", fluxv1alpha2.Burst{Name: "burst-late", Cluster: "member-late", Size: 2})
@@ -425,8 +446,7 @@ func TestAMemberRegisteredLaterGetsItsChild(t *testing.T) {
 	require.NotNil(t, late.child(t, ns, "burst-late"))
 }
 
-func TestMemberCachesHoldOnlyTheHubsObjects(t *testing.T) {
-	f := startFederation(t, hub.Options{}, "member-a")
+func testMemberCachesHoldOnlyTheHubsObjects(t *testing.T, f *federation) {
 	ctx := context.Background()
 	ns := f.namespace(t)
 	a := f.members["member-a"]
@@ -444,9 +464,9 @@ func TestMemberCachesHoldOnlyTheHubsObjects(t *testing.T) {
 	require.NoError(t, err)
 	time.Sleep(time.Second) // long enough for a watch event to reach the cache, were it watched
 	var mcs fluxv1alpha2.MiniClusterList
-	require.NoError(t, cl.GetCache().List(ctx, &mcs))
+	require.NoError(t, cl.GetCache().List(ctx, &mcs, client.InNamespace(ns)))
 	var secrets corev1.SecretList
-	require.NoError(t, cl.GetCache().List(ctx, &secrets))
+	require.NoError(t, cl.GetCache().List(ctx, &secrets, client.InNamespace(ns)))
 	names := func(objs ...client.Object) []string {
 		var out []string
 		for _, o := range objs {
@@ -479,8 +499,7 @@ func TestASettledFederationCostsNoRequests(t *testing.T) {
 	require.Empty(t, f.hubCount.since(hubMark), "the hub writes nothing on its own cluster")
 }
 
-func TestTheLeadBrokerAddressFollowsRankZero(t *testing.T) {
-	f := startFederation(t, hub.Options{}, "member-a")
+func testTheLeadBrokerAddressFollowsRankZero(t *testing.T, f *federation) {
 	ctx := context.Background()
 	ns := f.namespace(t)
 	a := f.members["member-a"]
@@ -554,8 +573,7 @@ func TestTheLeadBrokerAddressFollowsRankZero(t *testing.T) {
 	}, wait, tick)
 }
 
-func TestALeadBrokerThatDoesNotAnswerIsReportedAndTheChildrenPushedAnyway(t *testing.T) {
-	f := startFederation(t, hub.Options{ProbeInterval: time.Second}, "member-a")
+func testALeadBrokerThatDoesNotAnswerIsReportedAndTheChildrenPushedAnyway(t *testing.T, f *federation) {
 	f.probes.set(errors.New("127.0.0.1:30000: connection refused"))
 	ctx := context.Background()
 	ns := f.namespace(t)
@@ -577,8 +595,7 @@ func TestALeadBrokerThatDoesNotAnswerIsReportedAndTheChildrenPushedAnyway(t *tes
 	}, wait, tick)
 }
 
-func TestAFederationThatCannotWorkIsRefusedWithAReason(t *testing.T) {
-	f := startFederation(t, hub.Options{}, "member-a")
+func testAFederationThatCannotWorkIsRefusedWithAReason(t *testing.T, f *federation) {
 	ctx := context.Background()
 	ns := f.namespace(t)
 	root := newRoot(ns, "crossed", fluxv1alpha2.Burst{Name: "burst-a", Cluster: "member-a", Size: 2})
@@ -618,13 +635,12 @@ func TestTheDeployedPermissionsSuffice(t *testing.T) {
 	}, wait, tick)
 }
 
-func TestDeletingARootWhoseMemberIsNotRegisteredDoesNotWait(t *testing.T) {
-	f := startFederation(t, hub.Options{CleanupTimeout: time.Hour}, "member-a")
+func testDeletingARootWhoseMemberIsNotRegisteredDoesNotWait(t *testing.T, f *federation) {
 	ctx := context.Background()
 	ns := f.namespace(t)
 	root := newRoot(ns, "nowhere",
 		fluxv1alpha2.Burst{Name: "burst-a", Cluster: "member-a", Size: 1},
-		fluxv1alpha2.Burst{Name: "burst-x", Cluster: "member-x", Size: 1})
+		fluxv1alpha2.Burst{Name: "burst-x", Cluster: "member-nowhere", Size: 1})
 	require.NoError(t, f.hub.Client.Create(ctx, root))
 	f.waitBurst(t, root, "burst-a", fluxv1alpha2.BurstApplied)
 	f.waitBurst(t, root, "burst-x", fluxv1alpha2.BurstUnreachable)
