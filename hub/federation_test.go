@@ -134,14 +134,15 @@ func startFederation(t testing.TB, opts hub.Options, memberNames ...string) *fed
 // deploy/hub gives it, and reaches each member as the ServiceAccount of deploy/member-access.
 func startFederationAs(t testing.TB, deployed bool, opts hub.Options, memberNames ...string) *federation {
 	t.Helper()
-	f := &federation{hub: testenv.Start(t), members: map[string]*memberCluster{}, probes: &fakeProbe{}, hubCount: &requestCount{}, deployed: deployed}
+	envs := testenv.StartN(t, 1+len(memberNames))
+	f := &federation{hub: envs[0], members: map[string]*memberCluster{}, probes: &fakeProbe{}, hubCount: &requestCount{}, deployed: deployed}
 	ctx := context.Background()
 	require.NoError(t, f.hub.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: membersNamespace}}))
 	if deployed {
 		require.NoError(t, f.hub.ApplyDeploy(ctx, "hub"))
 	}
-	for _, name := range memberNames {
-		f.addMember(t, name)
+	for i, name := range memberNames {
+		f.addMemberOn(t, name, envs[1+i])
 	}
 
 	opts.Name = hubName
@@ -211,7 +212,13 @@ func setDefault[T comparable](v *T, def T) {
 // stops, so that the hub's open watches do not hold up the shutdown.
 func (f *federation) addMember(t testing.TB, name string) *memberCluster {
 	t.Helper()
-	m := &memberCluster{name: name, env: testenv.Start(t)}
+	return f.addMemberOn(t, name, testenv.Start(t))
+}
+
+// addMemberOn is addMember on an API server already started.
+func (f *federation) addMemberOn(t testing.TB, name string, env *testenv.Env) *memberCluster {
+	t.Helper()
+	m := &memberCluster{name: name, env: env}
 	m.proxy = startProxy(t, m.env.Config.Host)
 	runMemberReconciler(t, m.env.Config, m.env)
 	f.mu.Lock()

@@ -26,8 +26,8 @@ import (
 )
 
 func TestKubeconfigProviderEngagesAndDisengagesMembers(t *testing.T) {
-	hub := testenv.Start(t)
-	member := testenv.Start(t)
+	envs := testenv.StartN(t, 2)
+	hub, member := envs[0], envs[1]
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 

@@ -154,7 +154,8 @@ func (b *syncBuffer) String() string {
 // member registered: a root's burst reaches the member, labelled with the hub's identity, which
 // defaults to the UID of the hub's kube-system namespace.
 func TestHubManagerBurstsARoot(t *testing.T) {
-	hubEnv, memberEnv := testenv.Start(t), testenv.Start(t)
+	envs := testenv.StartN(t, 2)
+	hubEnv, memberEnv := envs[0], envs[1]
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	require.NoError(t, hubEnv.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fluxfed-system"}}))

@@ -3,11 +3,14 @@
 package testenv
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
@@ -60,13 +63,44 @@ func Scheme() (*k8sruntime.Scheme, error) {
 // saying how to build the binaries, when kube-apiserver or etcd cannot be found.
 func Start(t testing.TB) *Env {
 	t.Helper()
+	return StartN(t, 1)[0]
+}
+
+// StartN starts n API servers at once (each takes seconds, mostly waiting) and stops them when
+// the test ends.
+func StartN(t testing.TB, n int) []*Env {
+	t.Helper()
+	envs := make([]*Env, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { envs[i], errs[i] = start() })
+	}
+	wg.Wait()
+	for _, e := range envs {
+		if e != nil {
+			t.Cleanup(func() {
+				if err := e.control.Stop(); err != nil {
+					t.Errorf("stopping the API server: %v", err)
+				}
+			})
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	return envs
+}
+
+// start starts one API server with fluxfed's CRDs installed.
+func start() (*Env, error) {
 	dir, err := k8sbin.Dir("kube-apiserver", "etcd")
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	scheme, err := Scheme()
 	if err != nil {
-		t.Fatalf("building the scheme: %v", err)
+		return nil, fmt.Errorf("building the scheme: %w", err)
 	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: dir,
@@ -76,18 +110,13 @@ func Start(t testing.TB) *Env {
 	}
 	cfg, err := env.Start()
 	if err != nil {
-		t.Fatalf("starting kube-apiserver and etcd from %s: %v", dir, err)
+		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", dir, err)
 	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stopping the API server: %v", err)
-		}
-	})
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
-		t.Fatalf("building a client: %v", err)
+		return nil, errors.Join(fmt.Errorf("building a client: %w", err), env.Stop())
 	}
-	return &Env{Config: cfg, Client: c, Scheme: scheme, control: env}
+	return &Env{Config: cfg, Client: c, Scheme: scheme, control: env}, nil
 }
 
 // AddUser provisions a user of the API server, authenticated by a client certificate, in the

@@ -47,8 +47,8 @@ func TestCheckedKubeconfigReachesARealAPIServer(t *testing.T) {
 // kubeconfig provider the way the hub does, and shows that a refused kubeconfig never becomes a
 // member cluster while an accepted one does.
 func TestProviderEngagesOnlyAcceptedKubeconfigs(t *testing.T) {
-	hub := testenv.Start(t)
-	member := testenv.Start(t)
+	envs := testenv.StartN(t, 2)
+	hub, member := envs[0], envs[1]
 	ctx, cancel := context.WithCancel(t.Context())
 	t.Cleanup(cancel)
 
