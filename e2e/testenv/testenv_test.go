@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -45,4 +47,14 @@ func TestKubeconfigReachesTheAPIServer(t *testing.T) {
 	require.NoError(t, err)
 	var mcs fluxv1alpha2.MiniClusterList
 	require.NoError(t, c.List(context.Background(), &mcs))
+}
+
+func TestStartNStartsSeparateAPIServers(t *testing.T) {
+	envs := StartN(t, 2)
+	require.Len(t, envs, 2)
+	require.NotEqual(t, envs[0].Config.Host, envs[1].Config.Host)
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "only-on-the-first"}}
+	require.NoError(t, envs[0].Client.Create(ctx, ns))
+	require.True(t, apierrors.IsNotFound(envs[1].Client.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{})))
 }
