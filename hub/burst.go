@@ -99,13 +99,13 @@ func (r *Reconciler) applyLeadBrokerService(ctx context.Context, root *fluxv1alp
 		return nil, err
 	}
 	u.SetOwnerReferences([]metav1.OwnerReference{*metav1.NewControllerRef(root, fluxv1alpha2.GroupVersion.WithKind("MiniCluster"))})
-	if err := stampHash(u); err != nil {
+	if err := render.StampAppliedHash(u); err != nil {
 		return nil, err
 	}
 	current := &corev1.Service{}
 	switch err := r.client.Get(ctx, client.ObjectKeyFromObject(u), current); {
 	case err == nil:
-		if upToDate(current, u) {
+		if render.UpToDate(current, u) {
 			return current, nil
 		}
 		if owner := metav1.GetControllerOf(current); owner == nil || owner.UID != root.UID {

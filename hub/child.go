@@ -3,8 +3,6 @@ package hub
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -126,7 +124,7 @@ func (r *Reconciler) applyChild(ctx context.Context, cl cluster.Cluster, root *f
 	if err != nil {
 		return nil, err
 	}
-	if err := stampHash(u); err != nil {
+	if err := render.StampAppliedHash(u); err != nil {
 		return nil, err
 	}
 	current := &fluxv1alpha2.MiniCluster{}
@@ -137,7 +135,7 @@ func (r *Reconciler) applyChild(ctx context.Context, cl cluster.Cluster, root *f
 			return nil, &refusedError{fmt.Sprintf("MiniCluster %s/%s on member %s was not pushed for this root (origin: %s); rename the burst or set its namespace",
 				u.GetNamespace(), u.GetName(), child.Cluster, describeOrigin(current))}
 		}
-		if upToDate(current, u) {
+		if render.UpToDate(current, u) {
 			return current, nil
 		}
 	case apierrors.IsNotFound(err):
@@ -181,7 +179,7 @@ func (r *Reconciler) applyChildSecret(ctx context.Context, cl cluster.Cluster, c
 	if err != nil {
 		return err
 	}
-	if err := stampHash(u); err != nil {
+	if err := render.StampAppliedHash(u); err != nil {
 		return err
 	}
 
@@ -191,7 +189,7 @@ func (r *Reconciler) applyChildSecret(ctx context.Context, cl cluster.Cluster, c
 		if hub, _, _, _, ok := OriginOf(current); !ok || hub != r.opts.Name {
 			return &refusedError{fmt.Sprintf("secret %s/%s on member exists and is not this hub's", current.Namespace, current.Name)}
 		}
-		if upToDate(current, u) {
+		if render.UpToDate(current, u) {
 			return nil
 		}
 		if !bytes.Equal(current.Data[render.KeyCurveCert], cert) {
@@ -290,28 +288,6 @@ func toUnstructured(obj any) (*unstructured.Unstructured, error) {
 	delete(u.Object, "status")
 	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
 	return u, nil
-}
-
-// stampHash records in u the hash of what it applies.
-func stampHash(u *unstructured.Unstructured) error {
-	data, err := json.Marshal(u.Object)
-	if err != nil {
-		return fmt.Errorf("hashing %s %s: %w", u.GetKind(), u.GetName(), err)
-	}
-	sum := sha256.Sum256(data)
-	annotations := u.GetAnnotations()
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
-	annotations[fluxv1alpha2.AnnotationAppliedHash] = hex.EncodeToString(sum[:16])
-	u.SetAnnotations(annotations)
-	return nil
-}
-
-// upToDate reports whether current already holds what u would apply.
-func upToDate(current client.Object, u *unstructured.Unstructured) bool {
-	return current.GetDeletionTimestamp() == nil &&
-		current.GetAnnotations()[fluxv1alpha2.AnnotationAppliedHash] == u.GetAnnotations()[fluxv1alpha2.AnnotationAppliedHash]
 }
 
 // metaApplyObject is an apply request for root that carries only its identity.

@@ -1,8 +1,6 @@
 package member
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 
@@ -45,23 +43,14 @@ func newDesired(mc *fluxv1alpha2.MiniCluster, ac runtime.ApplyConfiguration, gvk
 	}
 	u.SetLabels(labels)
 
-	sum, err := json.Marshal(u.Object)
-	if err != nil {
-		return desired{}, fmt.Errorf("hashing %s: %w", gvk.Kind, err)
+	if err := render.StampAppliedHash(u); err != nil {
+		return desired{}, err
 	}
-	hash := sha256.Sum256(sum)
-	annotations := u.GetAnnotations()
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
-	annotations[fluxv1alpha2.AnnotationAppliedHash] = hex.EncodeToString(hash[:16])
-	u.SetAnnotations(annotations)
 	return desired{obj: u}, nil
 }
 
 // upToDate reports whether current (the cached object, nil when absent) already holds what d
 // would apply.
 func (d desired) upToDate(current client.Object) bool {
-	return current != nil && current.GetDeletionTimestamp() == nil &&
-		current.GetAnnotations()[fluxv1alpha2.AnnotationAppliedHash] == d.obj.GetAnnotations()[fluxv1alpha2.AnnotationAppliedHash]
+	return current != nil && render.UpToDate(current, d.obj)
 }
