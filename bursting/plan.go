@@ -245,10 +245,7 @@ func newChild(root *fluxv1alpha2.MiniCluster, g Group, lead Endpoint, hub string
 			break
 		}
 	}
-	namespace := burst.Namespace
-	if namespace == "" {
-		namespace = root.Namespace
-	}
+	namespace := ChildNamespace(root, burst)
 	mc := &fluxv1alpha2.MiniCluster{
 		TypeMeta: metav1.TypeMeta{APIVersion: fluxv1alpha2.GroupVersion.String(), Kind: "MiniCluster"},
 		Spec:     childSpec(root, burst, lead),
@@ -266,6 +263,15 @@ func newChild(root *fluxv1alpha2.MiniCluster, g Group, lead Endpoint, hub string
 		return Child{}, fmt.Errorf("the child MiniCluster of burst %s: %w", burst.Name, err)
 	}
 	return Child{Burst: burst.Name, Cluster: burst.Cluster, Namespace: namespace, MiniCluster: mc, Layout: layout}, nil
+}
+
+// ChildNamespace returns the namespace of a burst's child on its member: the burst's namespace,
+// or the root's when it names none.
+func ChildNamespace(root *fluxv1alpha2.MiniCluster, burst fluxv1alpha2.Burst) string {
+	if burst.Namespace != "" {
+		return burst.Namespace
+	}
+	return root.Namespace
 }
 
 // childSpec derives the spec of a burst's child from the root's, as NewPlan describes.

@@ -560,3 +560,17 @@ func FuzzNewPlan(f *testing.F) {
 		}
 	})
 }
+
+func TestChildNamespace(t *testing.T) {
+	root := &fluxv1alpha2.MiniCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "research"}}
+	tests := []struct {
+		burst fluxv1alpha2.Burst
+		want  string
+	}{
+		{fluxv1alpha2.Burst{Name: "a"}, "research"},
+		{fluxv1alpha2.Burst{Name: "b", Namespace: "burst-ns"}, "burst-ns"},
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.want, ChildNamespace(root, tt.burst), tt.burst.Name)
+	}
+}

@@ -238,11 +238,7 @@ func (r *Reconciler) observe(ctx context.Context, root *fluxv1alpha2.MiniCluster
 		if b.Cluster == "" {
 			continue
 		}
-		namespace := b.Namespace
-		if namespace == "" {
-			namespace = root.Namespace
-		}
-		observations = append(observations, r.observeChild(ctx, root, b.Name, b.Cluster, namespace, b.Size))
+		observations = append(observations, r.observeChild(ctx, root, b.Name, b.Cluster, bursting.ChildNamespace(root, b), b.Size))
 	}
 	return observations
 }

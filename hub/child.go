@@ -226,20 +226,9 @@ func (r *Reconciler) deleteChildren(ctx context.Context, cl cluster.Cluster, roo
 		fluxv1alpha2.LabelOriginNamespace: root.Namespace,
 		fluxv1alpha2.LabelOriginName:      root.Name,
 	}
-	var children fluxv1alpha2.MiniClusterList
-	if err := reader.List(ctx, &children, selector); err != nil {
-		return nil, fmt.Errorf("listing the children: %w", err)
-	}
-	var secrets corev1.SecretList
-	if err := reader.List(ctx, &secrets, selector); err != nil {
-		return nil, fmt.Errorf("listing the CURVE Secrets: %w", err)
-	}
-	var objects []client.Object
-	for i := range children.Items {
-		objects = append(objects, &children.Items[i])
-	}
-	for i := range secrets.Items {
-		objects = append(objects, &secrets.Items[i])
+	objects, err := listPushed(ctx, reader, selector)
+	if err != nil {
+		return nil, err
 	}
 	var deleted []string
 	var errs []error
@@ -254,6 +243,27 @@ func (r *Reconciler) deleteChildren(ctx context.Context, cl cluster.Cluster, roo
 		deleted = append(deleted, fmt.Sprintf("%s %s/%s", kindOf(obj), obj.GetNamespace(), obj.GetName()))
 	}
 	return deleted, errors.Join(errs...)
+}
+
+// listPushed lists, through reader, the kinds the hub pushes to a member (child MiniClusters
+// and their CURVE Secrets) that match selector.
+func listPushed(ctx context.Context, reader client.Reader, selector client.MatchingLabels) ([]client.Object, error) {
+	var children fluxv1alpha2.MiniClusterList
+	if err := reader.List(ctx, &children, selector); err != nil {
+		return nil, fmt.Errorf("listing the children: %w", err)
+	}
+	var secrets corev1.SecretList
+	if err := reader.List(ctx, &secrets, selector); err != nil {
+		return nil, fmt.Errorf("listing the CURVE Secrets: %w", err)
+	}
+	objects := make([]client.Object, 0, len(children.Items)+len(secrets.Items))
+	for i := range children.Items {
+		objects = append(objects, &children.Items[i])
+	}
+	for i := range secrets.Items {
+		objects = append(objects, &secrets.Items[i])
+	}
+	return objects, nil
 }
 
 // deleteExactly deletes obj as it was read: a changed object (adopted by a re-created root, for

@@ -159,21 +159,13 @@ func (r *Reconciler) sweepMember(ctx context.Context, name multicluster.ClusterN
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.opts.MemberTimeout)
 	defer cancel()
-	selector := client.MatchingLabels{fluxv1alpha2.LabelOriginHub: r.opts.Name}
-	var children fluxv1alpha2.MiniClusterList
-	if err := cl.GetAPIReader().List(ctx, &children, selector); err != nil {
-		return nil, fmt.Errorf("listing the children: %w", err)
+	pushed, err := listPushed(ctx, cl.GetAPIReader(), client.MatchingLabels{fluxv1alpha2.LabelOriginHub: r.opts.Name})
+	if err != nil {
+		return nil, err
 	}
-	var secrets corev1.SecretList
-	if err := cl.GetAPIReader().List(ctx, &secrets, selector); err != nil {
-		return nil, fmt.Errorf("listing the CURVE Secrets: %w", err)
-	}
-	var objects []metav1.Object
-	for i := range children.Items {
-		objects = append(objects, &children.Items[i])
-	}
-	for i := range secrets.Items {
-		objects = append(objects, &secrets.Items[i])
+	objects := make([]metav1.Object, 0, len(pushed))
+	for _, obj := range pushed {
+		objects = append(objects, obj)
 	}
 	if len(objects) == 0 {
 		return nil, nil

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -144,7 +145,7 @@ func rootRequest(namespace, name string) mcreconcile.Request {
 // bursts dial.
 func (r *Reconciler) leadPodToRoot(_ context.Context, obj client.Object) []mcreconcile.Request {
 	name := obj.GetLabels()[fluxv1alpha2.LabelMiniCluster]
-	if name == "" || obj.GetLabels()["batch.kubernetes.io/job-completion-index"] != "0" {
+	if name == "" || obj.GetLabels()[batchv1.JobCompletionIndexAnnotation] != "0" {
 		return nil
 	}
 	return []mcreconcile.Request{rootRequest(obj.GetNamespace(), name)}

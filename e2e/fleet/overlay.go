@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/bursting"
 	"github.com/fluxfed/fluxfed/e2e/brokersim"
 	"github.com/fluxfed/fluxfed/member/render"
 )
@@ -30,12 +31,9 @@ func (f *Fleet) Federation(ctx context.Context, root *fluxv1alpha2.MiniCluster) 
 		if b.Cluster == "" {
 			continue
 		}
-		ns := b.Namespace
-		if ns == "" {
-			ns = root.Namespace
-		}
 		child := &fluxv1alpha2.MiniCluster{}
-		if err := f.Clients[b.Cluster].Get(ctx, client.ObjectKey{Namespace: ns, Name: b.Name}, child); err != nil {
+		key := client.ObjectKey{Namespace: bursting.ChildNamespace(root, b), Name: b.Name}
+		if err := f.Clients[b.Cluster].Get(ctx, key, child); err != nil {
 			return nil, fmt.Errorf("burst %s on %s: %w", b.Name, b.Cluster, err)
 		}
 		sides = append(sides, Side{Cluster: b.Cluster, MiniCluster: child})
