@@ -251,12 +251,7 @@ func newChild(root *fluxv1alpha2.MiniCluster, g Group, lead Endpoint, hub string
 		Spec:     childSpec(root, burst, lead),
 	}
 	mc.Name, mc.Namespace = burst.Name, namespace
-	mc.Labels = map[string]string{
-		fluxv1alpha2.LabelOriginHub:       hub,
-		fluxv1alpha2.LabelOriginNamespace: root.Namespace,
-		fluxv1alpha2.LabelOriginName:      root.Name,
-	}
-	mc.Annotations = map[string]string{fluxv1alpha2.AnnotationOriginUID: string(root.UID)}
+	fluxv1alpha2.RootOrigin(hub, root).Mark(mc)
 	layout, err := NewLayout(mc)
 	if err != nil {
 		// The child's spec repeats the root's, so its errors are about the root's fields too.

@@ -80,33 +80,18 @@ func notOurs(name string) *failure {
 		"Secret %s exists and does not belong to this MiniCluster; delete it or rename the MiniCluster", name)}
 }
 
-// originKeys are the labels and annotation by which the hub marks what it pushes to a member.
-var originKeys = []string{fluxv1alpha2.LabelOriginHub, fluxv1alpha2.LabelOriginNamespace, fluxv1alpha2.LabelOriginName}
-
-// pushedByHub reports whether mc is a child the hub pushed: it carries every origin label and
-// the root's UID.
+// pushedByHub reports whether mc is a child the hub pushed: it carries a complete origin.
 func pushedByHub(mc *fluxv1alpha2.MiniCluster) bool {
-	for _, k := range originKeys {
-		if mc.Labels[k] == "" {
-			return false
-		}
-	}
-	return mc.Annotations[fluxv1alpha2.AnnotationOriginUID] != ""
+	_, ok := fluxv1alpha2.OriginOf(mc)
+	return ok
 }
 
 // curveSecretBelongs reports whether secret is mc's CURVE Secret: mc controls it, or, for a child
-// the hub pushed, the hub pushed it for the same root (same origin labels and root UID).
+// the hub pushed, the hub pushed it for the same root (the same origin, root UID included).
 func curveSecretBelongs(mc *fluxv1alpha2.MiniCluster, secret *corev1.Secret) bool {
 	if owner := metav1.GetControllerOf(secret); owner != nil {
 		return owner.UID == mc.UID
 	}
-	if !pushedByHub(mc) {
-		return false
-	}
-	for _, k := range originKeys {
-		if secret.Labels[k] != mc.Labels[k] {
-			return false
-		}
-	}
-	return secret.Annotations[fluxv1alpha2.AnnotationOriginUID] == mc.Annotations[fluxv1alpha2.AnnotationOriginUID]
+	origin, ok := fluxv1alpha2.OriginOf(mc)
+	return ok && origin.Marks(secret)
 }
