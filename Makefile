@@ -74,8 +74,9 @@ generate: ## Generate deepcopy code for the API types.
 	$(CONTROLLER_GEN) object paths=./api/...
 
 .PHONY: manifests
-manifests: ## Generate the CRD under deploy/crd and the ClusterRoles of the manager (deploy/rbac) and the hub (deploy/hub).
-	$(CONTROLLER_GEN) crd paths=./api/... output:crd:dir=deploy/crd
+manifests: ## Generate the CRDs (MiniCluster under deploy/crd, MemberCluster under deploy/hub) and the ClusterRoles of the manager (deploy/rbac) and the hub (deploy/hub).
+	$(CONTROLLER_GEN) crd paths=./api/v1alpha2/... output:crd:dir=deploy/crd
+	$(CONTROLLER_GEN) crd paths=./api/fluxfed/... output:crd:dir=deploy/hub
 	$(CONTROLLER_GEN) rbac:roleName=fluxfed-manager paths=./member/... output:rbac:dir=deploy/rbac
 	$(CONTROLLER_GEN) rbac:roleName=fluxfed-hub paths=./hub/... output:rbac:dir=deploy/hub
 
