@@ -96,22 +96,28 @@ const (
 	// ReasonImmutableFieldChanged (Failed=True): a spec change needs a field that cannot be
 	// updated in place, such as the Job's pod template; recreate the MiniCluster to apply it.
 	ReasonImmutableFieldChanged = "ImmutableFieldChanged"
+	// ReasonConflict (Failed=True, or a burst Failed): an object fluxfed would create or change
+	// exists and is not fluxfed's; fluxfed never modifies or deletes it. The message names it.
+	ReasonConflict = "Conflict"
 
 	// ReasonBurstsApplied (Bursting=True): every burst is applied to its member.
 	ReasonBurstsApplied = "BurstsApplied"
 	// ReasonBurstsPending (Bursting=False): some bursts are not applied yet, for example while
 	// the lead broker's address is unknown.
 	ReasonBurstsPending = "BurstsPending"
-	// ReasonMemberNotFound (Bursting=False): a burst names a cluster the hub has not
-	// registered.
+	// ReasonMemberNotFound (Bursting=False): a burst names a cluster that no MemberCluster
+	// registers on the hub.
 	ReasonMemberNotFound = "MemberNotFound"
 	// ReasonMemberUnreachable (Bursting=False, BurstsReady=False): a member cluster did not
-	// answer.
+	// answer; the message names it. Its children are kept, and re-synced when it answers again.
 	ReasonMemberUnreachable = "MemberUnreachable"
 	// ReasonKubeconfigRefused (Bursting=False): the member's kubeconfig Secret asks for something
 	// the hub does not run (an exec plugin, credential files, insecure TLS, ...); the message
 	// says what.
 	ReasonKubeconfigRefused = "KubeconfigRefused"
+	// ReasonDuplicateCluster (Bursting=False): the burst names a MemberCluster whose cluster is
+	// already registered under another name; the hub never uses the second registration.
+	ReasonDuplicateCluster = "DuplicateCluster"
 	// ReasonInvalidFederation (Bursting=False): the bursts cannot be planned, for example
 	// because the hostlist would not fit Flux's rules.
 	ReasonInvalidFederation = "InvalidFederation"

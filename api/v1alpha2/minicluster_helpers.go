@@ -32,3 +32,12 @@ func (mc *MiniCluster) FluxContainer() *Container {
 	}
 	return nil
 }
+
+// HeadlessName returns the name of the MiniCluster's headless Service: spec.network.headlessName,
+// or the MiniCluster's own name when it is unset.
+func (mc *MiniCluster) HeadlessName() string {
+	if mc.Spec.Network.HeadlessName != "" {
+		return mc.Spec.Network.HeadlessName
+	}
+	return mc.Name
+}

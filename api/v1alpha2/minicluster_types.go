@@ -19,7 +19,8 @@ import (
 // +kubebuilder:subresource:scale:specpath=.spec.size,statuspath=.status.size,selectorpath=.status.selector
 // +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.spec.size`,description="Number of broker pods requested"
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.ready`,description="Broker pods running and ready"
-// +kubebuilder:printcolumn:name="Bursts",type=string,JSONPath=`.status.bursts[*].phase`,description="Phase of each burst"
+// +kubebuilder:printcolumn:name="Bursts",type=string,JSONPath=`.status.burstSummary`,description="Bursts ready of the bursts that name a member cluster"
+// +kubebuilder:printcolumn:name="Lead-Broker",type=string,JSONPath=`.status.leadBroker.endpoint`,priority=1,description="Where the bursts reach the lead broker"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS label (lowercase letters, digits and '-', starting and ending with a letter or digit, no dots) because it prefixes every pod hostname",fieldPath=".metadata"
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) + 1 + size(string((has(self.spec.maxSize) && self.spec.maxSize > self.spec.size ? self.spec.maxSize : self.spec.size) - 1)) <= 63",message="metadata.name is too long for spec.size and spec.maxSize: every pod hostname '<name>-<index>' must fit in 63 characters",fieldPath=".metadata"
@@ -58,6 +59,10 @@ type MiniClusterList struct {
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.maxSize) || self.maxSize == 0 || self.maxSize >= self.size",message="spec.size must not exceed spec.maxSize: the MiniCluster cannot grow beyond maxSize (leave maxSize unset or 0 to follow size)",fieldPath=".maxSize"
 // +kubebuilder:validation:XValidation:rule="!has(self.minSize) || self.minSize <= self.size",message="spec.minSize must not be larger than spec.size",fieldPath=".minSize"
+// +kubebuilder:validation:XValidation:rule="(has(self.maxSize) && self.maxSize > self.size ? self.maxSize : self.size) == (has(oldSelf.maxSize) && oldSelf.maxSize > oldSelf.size ? oldSelf.maxSize : oldSelf.size)",message="the number of ranks of the Flux instance (spec.maxSize, or spec.size when maxSize is unset) is fixed when the MiniCluster is created, because a running broker never learns a new hostlist: scale spec.size within spec.maxSize, or delete and re-create the MiniCluster with the maxSize it may grow to",fieldPath=".size",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="(has(self.flux) && has(self.flux.bursting) && has(self.flux.bursting.clusters) ? self.flux.bursting.clusters.map(b, b.name) : []) == (has(oldSelf.flux) && has(oldSelf.flux.bursting) && has(oldSelf.flux.bursting.clusters) ? oldSelf.flux.bursting.clusters.map(b, b.name) : []) && (has(self.flux) && has(self.flux.bursting) && has(self.flux.bursting.clusters) ? self.flux.bursting.clusters.map(b, b.size) : []) == (has(oldSelf.flux) && has(oldSelf.flux.bursting) && has(oldSelf.flux.bursting.clusters) ? oldSelf.flux.bursting.clusters.map(b, b.size) : [])",message="the bursts' names, order and sizes are fixed when the MiniCluster is created, because they are ranks of the hostlist that a running broker never learns anew: a burst's cluster and namespace may change; to add, remove or resize bursts, delete and re-create the MiniCluster (entries without a cluster reserve ranks to fill later)",fieldPath=".flux.bursting.clusters",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="(has(self.flux) && has(self.flux.bursting) && has(self.flux.bursting.hostlist) ? self.flux.bursting.hostlist : '') == (has(oldSelf.flux) && has(oldSelf.flux.bursting) && has(oldSelf.flux.bursting.hostlist) ? oldSelf.flux.bursting.hostlist : '')",message="spec.flux.bursting.hostlist is fixed when the MiniCluster is created, because a running broker never learns a new hostlist: delete and re-create the MiniCluster to change it",fieldPath=".flux.bursting.hostlist",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="(has(self.flux) && has(self.flux.bursting) && has(self.flux.bursting.leadBroker) ? [self.flux.bursting.leadBroker.name] : []) == (has(oldSelf.flux) && has(oldSelf.flux.bursting) && has(oldSelf.flux.bursting.leadBroker) ? [oldSelf.flux.bursting.leadBroker.name] : []) && (has(self.flux) && has(self.flux.bursting) && has(self.flux.bursting.leadBroker) ? [self.flux.bursting.leadBroker.size] : []) == (has(oldSelf.flux) && has(oldSelf.flux.bursting) && has(oldSelf.flux.bursting.leadBroker) ? [oldSelf.flux.bursting.leadBroker.size] : [])",message="spec.flux.bursting.leadBroker's name and size are fixed when the MiniCluster is created, because they are ranks of the hostlist (its address and port may change): delete and re-create the MiniCluster to change them",fieldPath=".flux.bursting.leadBroker",reason=FieldValueForbidden
 type MiniClusterSpec struct {
 	// containers run in every pod of the MiniCluster. Exactly one of them runs Flux: the only
 	// container when there is one, otherwise the one with runFlux: true. Every other container
@@ -131,14 +136,17 @@ type MiniClusterSpec struct {
 
 	// size is the number of broker pods to run. The lead broker starts its work once this many
 	// brokers (or minSize, when set) have joined. It can be changed later, also through the scale
-	// subresource, between 1 and maxSize.
+	// subresource, between 1 and maxSize; without maxSize it is fixed, as the number of ranks of
+	// the Flux instance is.
 	// +optional
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=1
 	Size int32 `json:"size,omitempty"`
 
 	// maxSize is the largest size the MiniCluster may be scaled to. Flux is told about this
-	// many brokers up front, so it must be at least size. 0 or unset means size.
+	// many brokers up front, so it must be at least size. 0 or unset means size. The number of
+	// ranks it gives (maxSize, or size when unset) is fixed once the MiniCluster exists: a
+	// running broker never learns a new hostlist.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	MaxSize int32 `json:"maxSize,omitempty"`
@@ -177,9 +185,10 @@ type MiniClusterSpec struct {
 // Network configures how the MiniCluster's pods find each other.
 type Network struct {
 	// headlessName is the name of the headless Service that gives pod i the DNS name
-	// '<minicluster>-<i>.<headlessName>.<namespace>.svc.cluster.local'.
+	// '<minicluster>-<i>.<headlessName>.<namespace>.svc.cluster.local'. When unset, the Service
+	// is named after the MiniCluster, so that MiniClusters in one namespace do not share it (as
+	// the Flux Operator does).
 	// +optional
-	// +kubebuilder:default="flux-service"
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`

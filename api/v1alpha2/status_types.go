@@ -54,6 +54,12 @@ type MiniClusterStatus struct {
 	// +kubebuilder:validation:MaxLength=65536
 	Hostlist string `json:"hostlist,omitempty"`
 
+	// burstSummary counts the bursts that name a member cluster and are ready, as
+	// "<ready>/<bursts>", for example "1/2"; it is what the BURSTS column shows.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	BurstSummary string `json:"burstSummary,omitempty"`
+
 	// bursts report the state of each burst that names a member cluster.
 	// +optional
 	// +listType=map
@@ -74,6 +80,11 @@ type LeadBrokerStatus struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=65535
 	Port int32 `json:"port,omitempty"`
+
+	// endpoint is address and port as one "<address>:<port>", as `kubectl get -o wide` shows it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=260
+	Endpoint string `json:"endpoint,omitempty"`
 }
 
 // BurstStatus is the observed state of one burst on its member cluster.

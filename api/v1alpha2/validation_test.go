@@ -120,8 +120,7 @@ flux:
   scheduler:
     queuePolicy: fcfs
 interactive: false
-network:
-  headlessName: flux-service
+network: {}
 size: 1
 tasks: 1
 `
@@ -167,12 +166,12 @@ size: 2
 			spec: `containers: [{image: rockylinux:9}]
 flux:
   bursting:
-    leadBroker: {name: root, address: 192.0.2.10, size: 2}
+    leadBroker: {name: root, address: 127.0.0.10, size: 2}
 `,
 			want: `
 flux:
   bursting:
-    leadBroker: {name: root, address: 192.0.2.10, size: 2, port: 8050}
+    leadBroker: {name: root, address: 127.0.0.10, size: 2, port: 8050}
 `,
 		},
 	}
@@ -244,4 +243,132 @@ func TestMiniClusterScaleSubresource(t *testing.T) {
 	require.ErrorContains(t, err, "spec.size must not exceed spec.maxSize")
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(mc), mc))
 	require.Equal(t, int32(3), mc.Spec.Size, "a rejected scale changes nothing")
+}
+
+// TestTheFluxLayoutIsFixedOnceCreated checks that the API server refuses every update that would
+// change the hostlist of a running Flux instance (its brokers never learn a new one), says why,
+// and lets everything else through, scaling within maxSize included.
+func TestTheFluxLayoutIsFixedOnceCreated(t *testing.T) {
+	env := testenv.Start(t)
+	ns := newNamespace(t, env.Client)
+	ctx := context.Background()
+
+	const bursts = `flux:
+  bursting:
+    clusters:
+    - {name: burst-a, size: 2, cluster: member-a}
+    - {name: burst-b, size: 3}
+`
+	const child = `flux:
+  bursting:
+    leadBroker: {name: root, address: 127.0.0.10, size: 4, port: 30093}
+`
+	ranks := "the number of ranks of the Flux instance (spec.maxSize, or spec.size when maxSize is unset) is fixed"
+	burstsFixed := "the bursts' names, order and sizes are fixed"
+	tests := []struct {
+		name   string
+		spec   string
+		change func(spec map[string]any)
+		// field and message are the refusal's cause; empty means the update is accepted.
+		field, message string
+	}{
+		{name: "grow without maxSize", spec: "size: 2\n", change: set("size", 3), field: "spec.size", message: ranks},
+		{name: "shrink without maxSize", spec: "size: 4\n", change: set("size", 2), field: "spec.size", message: ranks},
+		{name: "grow within maxSize", spec: "size: 2\nmaxSize: 4\n", change: set("size", 4)},
+		{name: "shrink within maxSize", spec: "size: 2\nmaxSize: 4\n", change: set("size", 1)},
+		{name: "raise maxSize", spec: "size: 2\nmaxSize: 4\n", change: set("maxSize", 6), field: "spec.size", message: ranks},
+		{name: "lower maxSize", spec: "size: 2\nmaxSize: 4\n", change: set("maxSize", 3), field: "spec.size", message: ranks},
+		{name: "reserve the ranks it has", spec: "size: 4\n", change: func(s map[string]any) { s["size"], s["maxSize"] = 2, 4 }},
+		{name: "an edit that keeps the layout", spec: "size: 2\n", change: set("interactive", true)},
+
+		{name: "resize a burst", spec: bursts, change: burst(0, "size", 4), field: "spec.flux.bursting.clusters", message: burstsFixed},
+		{name: "rename a burst", spec: bursts, change: burst(1, "name", "burst-c"), field: "spec.flux.bursting.clusters", message: burstsFixed},
+		{name: "reorder the bursts", spec: bursts, change: func(s map[string]any) {
+			c := clusters(s)
+			c[0], c[1] = c[1], c[0]
+		}, field: "spec.flux.bursting.clusters", message: burstsFixed},
+		{name: "add a burst", spec: bursts, change: func(s map[string]any) {
+			b := s["flux"].(map[string]any)["bursting"].(map[string]any)
+			b["clusters"] = append(clusters(s), map[string]any{"name": "burst-c", "size": 1})
+		}, field: "spec.flux.bursting.clusters", message: burstsFixed},
+		{name: "remove a burst", spec: bursts, change: func(s map[string]any) {
+			b := s["flux"].(map[string]any)["bursting"].(map[string]any)
+			b["clusters"] = clusters(s)[:1]
+		}, field: "spec.flux.bursting.clusters", message: burstsFixed},
+		{name: "add bursts to a MiniCluster without", spec: "size: 2\n", change: func(s map[string]any) {
+			s["flux"] = map[string]any{"bursting": map[string]any{"clusters": []any{map[string]any{"name": "burst-a", "size": 1}}}}
+		}, field: "spec.flux.bursting.clusters", message: burstsFixed},
+		{name: "move a burst to another member", spec: bursts, change: burst(0, "cluster", "member-b")},
+		{name: "move a burst to another namespace", spec: bursts, change: burst(0, "namespace", "elsewhere")},
+		{name: "push a reserved burst", spec: bursts, change: burst(1, "cluster", "member-b")},
+		{name: "change the hostlist", spec: "flux:\n  bursting:\n    hostlist: root-[0-1],far-[0-3]\n", change: func(s map[string]any) {
+			s["flux"].(map[string]any)["bursting"].(map[string]any)["hostlist"] = "root-[0-1],far-[0-4]"
+		}, field: "spec.flux.bursting.hostlist", message: "spec.flux.bursting.hostlist is fixed"},
+		{name: "move the lead broker", spec: child, change: leadBroker("address", "127.0.0.11")},
+		{name: "change the lead broker's port", spec: child, change: leadBroker("port", 30094)},
+		{name: "rename the lead broker", spec: child, change: leadBroker("name", "other"), field: "spec.flux.bursting.leadBroker", message: "leadBroker's name and size are fixed"},
+		{name: "resize the lead broker", spec: child, change: leadBroker("size", 8), field: "spec.flux.bursting.leadBroker", message: "leadBroker's name and size are fixed"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obj := miniCluster(t, ns, fmt.Sprintf("layout-%d", i), tt.spec+v1alpha2test.OneContainer)
+			require.NoError(t, createStrict(ctx, env.Client, obj))
+			before := obj.GetResourceVersion()
+			spec := obj.Object["spec"].(map[string]any)
+			tt.change(spec)
+			err := env.Client.Update(ctx, obj)
+			if tt.field == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.True(t, apierrors.IsInvalid(err), "want Invalid, got %v", err)
+			requireForbidden(t, err, tt.field, tt.message)
+			stored := &unstructured.Unstructured{}
+			stored.SetGroupVersionKind(obj.GroupVersionKind())
+			require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(obj), stored))
+			require.Equal(t, before, stored.GetResourceVersion(), "a refused update changes nothing")
+		})
+	}
+
+	t.Run("scale past the ranks", func(t *testing.T) {
+		mc := &fluxv1alpha2.MiniCluster{}
+		require.NoError(t, createStrict(ctx, env.Client, miniCluster(t, ns, "unreserved", "size: 2\n"+v1alpha2test.OneContainer)))
+		require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "unreserved"}, mc))
+		scale := &autoscalingv1.Scale{}
+		require.NoError(t, env.Client.SubResource("scale").Get(ctx, mc, scale))
+		scale.Spec.Replicas = 3
+		err := env.Client.SubResource("scale").Update(ctx, mc, client.WithSubResourceBody(scale))
+		require.ErrorContains(t, err, ranks)
+	})
+}
+
+// requireForbidden fails unless err has a Forbidden cause on field whose message contains want.
+func requireForbidden(t *testing.T, err error, field, want string) {
+	t.Helper()
+	var status *apierrors.StatusError
+	require.True(t, errors.As(err, &status) && status.ErrStatus.Details != nil, "no causes in %v", err)
+	for _, c := range status.ErrStatus.Details.Causes {
+		if c.Field == field && c.Type == metav1.CauseTypeForbidden && strings.Contains(c.Message, want) {
+			return
+		}
+	}
+	require.Failf(t, "no such cause", "want %s: Forbidden: ...%s..., got %v", field, want, causes(err))
+}
+
+func set(key string, value any) func(map[string]any) {
+	return func(spec map[string]any) { spec[key] = value }
+}
+
+func clusters(spec map[string]any) []any {
+	return spec["flux"].(map[string]any)["bursting"].(map[string]any)["clusters"].([]any)
+}
+
+func burst(i int, key string, value any) func(map[string]any) {
+	return func(spec map[string]any) { clusters(spec)[i].(map[string]any)[key] = value }
+}
+
+func leadBroker(key string, value any) func(map[string]any) {
+	return func(spec map[string]any) {
+		spec["flux"].(map[string]any)["bursting"].(map[string]any)["leadBroker"].(map[string]any)[key] = value
+	}
 }

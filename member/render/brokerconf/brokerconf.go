@@ -36,8 +36,8 @@ func ResourcePath(mc *fluxv1alpha2.MiniCluster) string {
 // may then be nil.
 //
 // The output depends only on its inputs, so it can be compared and applied on every reconcile.
-// It assumes the schema defaults were applied (the namespace, spec.network.headlessName and
-// spec.flux.container.mountPath are set).
+// It assumes the schema defaults were applied (the namespace and spec.flux.container.mountPath
+// are set).
 func BrokerTOML(mc *fluxv1alpha2.MiniCluster, l *bursting.Layout) ([]byte, error) {
 	if mc == nil {
 		return nil, errors.New("rendering broker.toml: no MiniCluster")
@@ -50,8 +50,6 @@ func BrokerTOML(mc *fluxv1alpha2.MiniCluster, l *bursting.Layout) ([]byte, error
 		return nil, errors.New("rendering broker.toml: no layout")
 	case mc.Namespace == "":
 		return nil, errors.New("rendering broker.toml: the MiniCluster has no namespace")
-	case mc.Spec.Network.HeadlessName == "":
-		return nil, errors.New("rendering broker.toml: spec.network.headlessName is empty")
 	case mc.Spec.Flux.Container.MountPath == "":
 		return nil, errors.New("rendering broker.toml: spec.flux.container.mountPath is empty")
 	}
@@ -78,7 +76,7 @@ func BrokerTOML(mc *fluxv1alpha2.MiniCluster, l *bursting.Layout) ([]byte, error
 	w.str("curve_cert", CurveCertPath(mc))
 	w.int("default_port", render.DefaultBrokerPort)
 	w.str("default_bind", "tcp://eth0:%p")
-	w.str("default_connect", fmt.Sprintf("tcp://%%h.%s.%s.svc.cluster.local:%%p", mc.Spec.Network.HeadlessName, mc.Namespace))
+	w.str("default_connect", fmt.Sprintf("tcp://%%h.%s.%s.svc.cluster.local:%%p", mc.HeadlessName(), mc.Namespace))
 	w.b.WriteString("hosts = [\n")
 	for _, e := range entries {
 		w.b.WriteString("  { host = " + w.quote(e.host))

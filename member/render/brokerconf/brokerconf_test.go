@@ -134,11 +134,6 @@ func TestBrokerTOMLErrors(t *testing.T) {
 			mc.Namespace = ""
 			return mc
 		}(), want: "the MiniCluster has no namespace"},
-		{name: "no headless name", mc: func() *fluxv1alpha2.MiniCluster {
-			mc := brokerconftest.MiniCluster("a", 1)
-			mc.Spec.Network.HeadlessName = ""
-			return mc
-		}(), want: "spec.network.headlessName is empty"},
 		{name: "no mount path", mc: func() *fluxv1alpha2.MiniCluster {
 			mc := brokerconftest.MiniCluster("a", 1)
 			mc.Spec.Flux.Container.MountPath = ""
@@ -164,6 +159,13 @@ func TestBrokerTOMLErrors(t *testing.T) {
 			require.ErrorContains(t, err, tt.want)
 		})
 	}
+}
+
+func TestBrokerTOMLNamesTheHeadlessServiceAfterTheMiniClusterByDefault(t *testing.T) {
+	mc := brokerconftest.MiniCluster("lammps", 2)
+	mc.Spec.Network.HeadlessName = ""
+	toml := renderTOML(t, mc)
+	require.Contains(t, string(toml), `default_connect = "tcp://%h.lammps.`+mc.Namespace+`.svc.cluster.local:%p"`)
 }
 
 func TestPaths(t *testing.T) {

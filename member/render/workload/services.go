@@ -18,9 +18,10 @@ import (
 // BrokerPortName names the broker port on the headless Service.
 const BrokerPortName = "broker"
 
-// HeadlessService returns the headless Service spec.network.headlessName, which gives pod i
-// the DNS name '<name>-<i>.<headlessName>.<namespace>.svc.cluster.local' (the Job sets each
-// pod's hostname and subdomain) and the services pod '<name>-services.<headlessName>...'.
+// HeadlessService returns the headless Service mc.HeadlessName() (spec.network.headlessName, or
+// the MiniCluster's name), which gives pod i the DNS name
+// '<name>-<i>.<headlessName>.<namespace>.svc.cluster.local' (the Job sets each pod's hostname
+// and subdomain) and the services pod '<name>-services.<headlessName>...'.
 //
 // It selects the MiniCluster's pods by render.SelectorLabels, and publishes them before they
 // are ready, because brokers must resolve each other while they start. With
@@ -31,7 +32,7 @@ func HeadlessService(mc *fluxv1alpha2.MiniCluster) *corev1ac.ServiceApplyConfigu
 	if mc.Spec.Flux.MinimalService {
 		selector[labelJobCompletionIndex] = "0"
 	}
-	return corev1ac.Service(headlessName(mc), mc.Namespace).
+	return corev1ac.Service(mc.HeadlessName(), mc.Namespace).
 		WithLabels(render.SelectorLabels(mc)).
 		WithSpec(corev1ac.ServiceSpec().
 			WithClusterIP(corev1.ClusterIPNone).
@@ -64,7 +65,7 @@ func Services(mc *fluxv1alpha2.MiniCluster) (*batchv1ac.JobApplyConfiguration, e
 	}
 	podSpec := corev1ac.PodSpec().
 		WithHostname(name).
-		WithSubdomain(headlessName(mc))
+		WithSubdomain(mc.HeadlessName())
 	if err := podOptions(mc, podSpec); err != nil {
 		return nil, err
 	}

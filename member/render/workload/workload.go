@@ -26,7 +26,6 @@
 package workload
 
 import (
-	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -53,8 +52,6 @@ type Inputs struct {
 // Defaults the schema fills in, applied here too so that an object that was not defaulted by an
 // API server renders the same.
 const (
-	// DefaultHeadlessName is spec.network.headlessName when it is empty.
-	DefaultHeadlessName = "flux-service"
 	// DefaultViewImage is spec.flux.container.image when it is empty.
 	DefaultViewImage = "ghcr.io/converged-computing/flux-view-rocky:tag-9"
 	// DefaultViewName is spec.flux.container.name when it is empty.
@@ -172,10 +169,6 @@ func backoffLimit(mc *fluxv1alpha2.MiniCluster) int32 {
 	return DefaultBackoffLimit
 }
 
-func headlessName(mc *fluxv1alpha2.MiniCluster) string {
-	return cmp.Or(mc.Spec.Network.HeadlessName, DefaultHeadlessName)
-}
-
 // podLabels are the labels of every pod of the MiniCluster: spec.pod.labels, and the selector
 // labels, which the user cannot override because the Services and status.selector rely on them.
 func podLabels(mc *fluxv1alpha2.MiniCluster) map[string]string {
@@ -202,7 +195,7 @@ func brokerPodSpec(mc *fluxv1alpha2.MiniCluster) (*corev1ac.PodSpecApplyConfigur
 	if err != nil {
 		return nil, err
 	}
-	podSpec := corev1ac.PodSpec().WithSubdomain(headlessName(mc))
+	podSpec := corev1ac.PodSpec().WithSubdomain(mc.HeadlessName())
 	if err := podOptions(mc, podSpec); err != nil {
 		return nil, err
 	}
