@@ -1,0 +1,339 @@
+// Package apply is how fluxfed writes every object it derives, on its own cluster and from the
+// hub on members: server-side apply under one field owner, never over an object that is not
+// fluxfed's, and not at all when the object as observed already holds what would be sent.
+//
+// Skipping an apply rests on two checks of the observed object, so that an unchanged world costs
+// no request while a changed one is put back:
+//   - the hash stamped in fluxv1alpha2.AnnotationAppliedHash is the desired one: what was last
+//     sent is what would be sent now (a field dropped from the desired state is noticed), and
+//   - every field of the desired object has its value in the observed one: nobody else changed a
+//     field fluxfed owns since (a hand-edited ConfigMap key, a scaled child).
+//
+// A refusal that waits for someone else (an object of the same name that is not ours) or that
+// only a change of spec can lift (invalid, immutable) is a *Refusal carrying the condition
+// reason, so callers report it without parsing error text.
+package apply
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+)
+
+// Refusal is why an object was not applied, when retrying as is cannot help: the condition
+// reason (a fluxv1alpha2 reason constant) and a message for the user that names the object.
+type Refusal struct {
+	// Reason is fluxv1alpha2.ReasonConflict (the object exists and is not ours),
+	// ReasonImmutableFieldChanged or ReasonApplyFailed (the API server refused it).
+	Reason string
+	// Object names the object: "<Kind> <namespace>/<name>".
+	Object string
+	// Message says what happened and what to do.
+	Message string
+	// Err is the API server's error, when it refused.
+	Err error
+}
+
+func (r *Refusal) Error() string { return r.Object + ": " + r.Message }
+
+func (r *Refusal) Unwrap() error { return r.Err }
+
+// Owns tells whether an existing object is ours to change.
+type Owns func(existing client.Object) bool
+
+// ControlledBy owns the objects whose controller owner reference is owner's UID: what the
+// member reconciler and the hub create on their own cluster.
+func ControlledBy(owner metav1.Object) Owns {
+	return func(obj client.Object) bool {
+		ref := metav1.GetControllerOf(obj)
+		return ref != nil && ref.UID == owner.GetUID()
+	}
+}
+
+// Applier applies objects under one field owner.
+type Applier struct {
+	// Client writes, and reads through the cache.
+	Client client.Client
+	// Live reads from the API server: a cache limited to fluxfed's labels misses an object of
+	// the same name that is someone else's, or that lost its labels.
+	Live client.Reader
+	// FieldOwner is the field manager of every apply.
+	FieldOwner string
+}
+
+// Apply makes the object desired describes exist as described, and returns it as stored (or as
+// observed, when nothing had to be sent). desired is an apply request: apiVersion, kind, name,
+// namespace and the fields fluxfed owns; Apply stamps it with its hash. An object of the same
+// name that owns refuses is never changed: the result is a *Refusal with ReasonConflict.
+func (a *Applier) Apply(ctx context.Context, desired *unstructured.Unstructured, owns Owns) (client.Object, error) {
+	desired = desired.DeepCopy()
+	if err := Stamp(desired); err != nil {
+		return nil, err
+	}
+	name := Describe(desired)
+	current, err := a.observe(ctx, desired)
+	if err != nil {
+		return nil, err
+	}
+	if current != nil {
+		if !owns(current) {
+			return nil, &Refusal{Reason: fluxv1alpha2.ReasonConflict, Object: name,
+				Message: "exists and is not fluxfed's: fluxfed does not change or delete it; delete or rename it, or give fluxfed's its own name"}
+		}
+		if UpToDate(current, desired) {
+			return current, nil
+		}
+	}
+
+	ctrl.LoggerFrom(ctx).V(1).Info("Applying "+desired.GetKind(), "object", klog.KObj(desired))
+	if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired),
+		client.FieldOwner(a.FieldOwner), client.ForceOwnership); err != nil {
+		return nil, classify(name, err)
+	}
+	return a.typed(desired)
+}
+
+// observe returns the object desired names as the cache holds it, else as the API server does;
+// nil when it does not exist.
+func (a *Applier) observe(ctx context.Context, desired *unstructured.Unstructured) (client.Object, error) {
+	key := client.ObjectKeyFromObject(desired)
+	for _, reader := range []client.Reader{a.Client, a.Live} {
+		obj, err := a.newObject(desired)
+		if err != nil {
+			return nil, err
+		}
+		switch err := reader.Get(ctx, key, obj); {
+		case err == nil:
+			return obj, nil
+		case !apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("reading %s: %w", Describe(desired), err)
+		}
+	}
+	return nil, nil
+}
+
+// newObject returns an empty typed object of desired's kind: typed objects are read from the
+// informer cache, unstructured ones would be live reads.
+func (a *Applier) newObject(desired *unstructured.Unstructured) (client.Object, error) {
+	obj, err := a.Client.Scheme().New(desired.GroupVersionKind())
+	if err != nil {
+		return nil, fmt.Errorf("no type for %s: %w", desired.GroupVersionKind(), err)
+	}
+	typed, ok := obj.(client.Object)
+	if !ok {
+		return nil, fmt.Errorf("%s is not an object", desired.GroupVersionKind())
+	}
+	return typed, nil
+}
+
+// typed converts the applied object, which the client filled with the API server's answer.
+func (a *Applier) typed(applied *unstructured.Unstructured) (client.Object, error) {
+	obj, err := a.newObject(applied)
+	if err != nil {
+		return nil, err
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(applied.Object, obj); err != nil {
+		return nil, fmt.Errorf("decoding the applied %s: %w", Describe(applied), err)
+	}
+	return obj, nil
+}
+
+// classify turns the API server's refusal of an apply into a *Refusal when only a change of
+// the desired state can lift it; any other error is returned wrapped, to be retried.
+func classify(name string, err error) error {
+	if !apierrors.IsInvalid(err) && !apierrors.IsBadRequest(err) {
+		return fmt.Errorf("applying %s: %w", name, err)
+	}
+	message := err.Error()
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		message = status.Status().Message
+	}
+	if immutable(err) {
+		return &Refusal{Reason: fluxv1alpha2.ReasonImmutableFieldChanged, Object: name, Err: err, Message: fmt.Sprintf(
+			"the change cannot be applied to the running object (%s); delete and re-create the MiniCluster to apply it", message)}
+	}
+	return &Refusal{Reason: fluxv1alpha2.ReasonApplyFailed, Object: name, Err: err,
+		Message: "the API server refused it: " + message}
+}
+
+// immutable reports whether the API server refused a change to a field it does not let change.
+func immutable(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || status.Status().Details == nil {
+		return false
+	}
+	for _, c := range status.Status().Details.Causes {
+		if c.Type == metav1.CauseTypeFieldValueInvalid && strings.Contains(c.Message, apivalidation.FieldImmutableErrorMsg) {
+			return true
+		}
+	}
+	return false
+}
+
+// Describe names obj for messages: "<Kind> <namespace>/<name>", or "<Kind> <name>" when it has
+// no namespace.
+func Describe(obj client.Object) string {
+	kind := obj.GetObjectKind().GroupVersionKind().Kind
+	if obj.GetNamespace() == "" {
+		return kind + " " + obj.GetName()
+	}
+	return kind + " " + obj.GetNamespace() + "/" + obj.GetName()
+}
+
+// Stamp records in u, under fluxv1alpha2.AnnotationAppliedHash, a hash of all else u holds.
+func Stamp(u *unstructured.Unstructured) error {
+	annotations := u.GetAnnotations()
+	delete(annotations, fluxv1alpha2.AnnotationAppliedHash)
+	if len(annotations) == 0 {
+		unstructured.RemoveNestedField(u.Object, "metadata", "annotations")
+	}
+	data, err := json.Marshal(u.Object)
+	if err != nil {
+		return fmt.Errorf("hashing %s: %w", Describe(u), err)
+	}
+	sum := sha256.Sum256(data)
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[fluxv1alpha2.AnnotationAppliedHash] = hex.EncodeToString(sum[:16])
+	u.SetAnnotations(annotations)
+	return nil
+}
+
+// UpToDate reports whether current, the object as observed, already holds what the stamped
+// desired would apply: it is not being deleted, it carries desired's hash, and every field
+// desired sets has the same value in it.
+func UpToDate(current client.Object, desired *unstructured.Unstructured) bool {
+	if current.GetDeletionTimestamp() != nil ||
+		current.GetAnnotations()[fluxv1alpha2.AnnotationAppliedHash] != desired.GetAnnotations()[fluxv1alpha2.AnnotationAppliedHash] {
+		return false
+	}
+	observed := map[string]any{}
+	if u, ok := current.(*unstructured.Unstructured); ok {
+		observed = u.Object
+	} else {
+		var err error
+		if observed, err = runtime.DefaultUnstructuredConverter.ToUnstructured(current); err != nil {
+			return false
+		}
+	}
+	for k, v := range desired.Object {
+		// A typed object read from a cache has no apiVersion and kind; status is not applied.
+		if k == "apiVersion" || k == "kind" || k == "status" {
+			continue
+		}
+		if !Holds(observed[k], v) {
+			return false
+		}
+	}
+	return true
+}
+
+// Holds reports whether observed holds every value of desired: maps key by key (a key that
+// desired sets to its zero value may be missing, as the API server drops empty fields), lists
+// element by element with the same length, numbers by value and quantities by amount.
+func Holds(observed, desired any) bool {
+	if isZero(desired) {
+		return isZero(observed)
+	}
+	switch d := desired.(type) {
+	case map[string]any:
+		o, ok := observed.(map[string]any)
+		if !ok {
+			return false
+		}
+		for k, v := range d {
+			if !Holds(o[k], v) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		o, ok := observed.([]any)
+		if !ok || len(o) != len(d) {
+			return false
+		}
+		for i := range d {
+			if !Holds(o[i], d[i]) {
+				return false
+			}
+		}
+		return true
+	case string:
+		o, ok := observed.(string)
+		return ok && (o == d || sameQuantity(o, d))
+	case bool:
+		o, ok := observed.(bool)
+		return ok && o == d
+	}
+	if dn, ok := number(desired); ok {
+		on, ok := number(observed)
+		return ok && on == dn
+	}
+	return false
+}
+
+// isZero reports whether v is what an omitted field reads as.
+func isZero(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case map[string]any:
+		return len(x) == 0
+	case []any:
+		return len(x) == 0
+	case string:
+		return x == ""
+	case bool:
+		return !x
+	}
+	n, ok := number(v)
+	return ok && n == 0
+}
+
+func number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case int64:
+		return float64(n), true
+	case int32:
+		return float64(n), true
+	case int:
+		return float64(n), true
+	case float64:
+		return n, true
+	case float32:
+		return float64(n), true
+	case json.Number:
+		f, err := n.Float64()
+		return f, err == nil
+	}
+	return 0, false
+}
+
+// sameQuantity reports whether two strings are the same resource quantity written two ways
+// ("1000m" and "1"): the API server stores quantities of built-in kinds canonically.
+func sameQuantity(a, b string) bool {
+	qa, err := resource.ParseQuantity(a)
+	if err != nil {
+		return false
+	}
+	qb, err := resource.ParseQuantity(b)
+	return err == nil && qa.Cmp(qb) == 0
+}
