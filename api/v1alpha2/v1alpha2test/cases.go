@@ -1,4 +1,4 @@
-// Package v1alpha2test holds MiniCluster manifests for tests: invalid specs with the field and
+// Package v1alpha2test holds MiniClusters for tests: a Builder, and invalid specs with the field and
 // message the API server gives. The API's own tests send them to a kube-apiserver; member/admit's
 // tests check that Admit refuses them alike. It is imported by tests only.
 package v1alpha2test
