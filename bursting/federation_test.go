@@ -15,7 +15,7 @@ import (
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/bursting"
 	"github.com/fluxfed/fluxfed/e2e/fluxcheck"
-	"github.com/fluxfed/fluxfed/member"
+	"github.com/fluxfed/fluxfed/member/render"
 	"github.com/fluxfed/fluxfed/member/admit"
 	"github.com/fluxfed/fluxfed/member/render/curve"
 )
@@ -111,7 +111,7 @@ func TestFederationRendersAndJoins(t *testing.T) {
 					})
 				}
 			}
-			rendered, err := member.Render(root)
+			rendered, err := render.Render(root)
 			require.NoError(t, err)
 			pods(root, rendered.BrokerTOML, rootCluster)
 			want := int(root.Spec.Size)
@@ -120,7 +120,7 @@ func TestFederationRendersAndJoins(t *testing.T) {
 			services := 0
 			for _, c := range plan.Children {
 				child := admitChild(t, c)
-				out, err := member.Render(child)
+				out, err := render.Render(child)
 				require.NoError(t, err, "the member renders child %s", c.Burst)
 				if diff := cmp.Diff(c.Layout, out.Layout, cmpopts.IgnoreUnexported(bursting.Layout{})); diff != "" {
 					t.Errorf("child %s: the member lays the admitted child out differently (-plan +member):\n%s", c.Burst, diff)
@@ -155,12 +155,12 @@ func TestFederationCheckSeesADisagreement(t *testing.T) {
 	root := admitRoot(t, "example", roots["example bursting-root"])
 	plan, err := bursting.NewPlan(root, lead, "hub-a")
 	require.NoError(t, err)
-	rendered, err := member.Render(root)
+	rendered, err := render.Render(root)
 	require.NoError(t, err)
 	configs := []fluxcheck.HostConfig{{Hostname: root.Name + "-0", BrokerTOML: rendered.BrokerTOML, CurveCert: curve.File(cert), Cluster: rootCluster}}
 	child := admitChild(t, plan.Children[0])
 	child.Spec.Flux.Topology = "kary:0"
-	out, err := member.Render(child)
+	out, err := render.Render(child)
 	require.NoError(t, err)
 	configs = append(configs, fluxcheck.HostConfig{Hostname: child.Name + "-1", BrokerTOML: out.BrokerTOML, CurveCert: curve.File(cert), Cluster: plan.Children[0].Cluster})
 	require.ErrorContains(t, fluxcheck.Check(configs), string(fluxcheck.RuleSameParents))
@@ -187,7 +187,7 @@ func TestChildrenRunNoJob(t *testing.T) {
 	plan, err := bursting.NewPlan(root, lead, "hub-a")
 	require.NoError(t, err)
 	for _, c := range plan.Children {
-		out, err := member.Render(admitChild(t, c))
+		out, err := render.Render(admitChild(t, c))
 		require.NoError(t, err)
 		script := out.Scripts["container-"+c.Burst+".sh"]
 		require.NotEmpty(t, script, "scripts: %v", keys(out.Scripts))

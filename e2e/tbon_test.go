@@ -16,7 +16,7 @@ import (
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/e2e/brokersim"
 	"github.com/fluxfed/fluxfed/e2e/fleet"
-	"github.com/fluxfed/fluxfed/member"
+	"github.com/fluxfed/fluxfed/member/render"
 	"github.com/fluxfed/fluxfed/member/render/curve"
 )
 
@@ -80,7 +80,7 @@ func TestTheFederationsOverlayJoins(t *testing.T) {
 			reordered := s.MiniCluster.DeepCopy()
 			c := reordered.Spec.Flux.Bursting.Clusters
 			reordered.Spec.Flux.Bursting.Clusters = []fluxv1alpha2.Burst{c[1], c[0]}
-			rendered, err := member.Render(reordered)
+			rendered, err := render.Render(reordered)
 			require.NoError(t, err)
 			return rendered.BrokerTOML, s.CurveCert
 		}), n)

@@ -19,6 +19,7 @@ import (
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/bursting"
 	"github.com/fluxfed/fluxfed/member/render"
+	"github.com/fluxfed/fluxfed/member/render/names"
 )
 
 // lead is what the hub found out about a root's lead broker this reconcile.
@@ -193,11 +194,11 @@ func (r *Reconciler) reportMove(root *fluxv1alpha2.MiniCluster, endpoint burstin
 // itself (the root's CURVE Secret cannot be read).
 func (r *Reconciler) push(ctx context.Context, root *fluxv1alpha2.MiniCluster, plan *bursting.Plan) ([]BurstObservation, error) {
 	cert := &corev1.Secret{}
-	certKey := client.ObjectKey{Namespace: root.Namespace, Name: render.CurveSecretName(root)}
+	certKey := client.ObjectKey{Namespace: root.Namespace, Name: names.CurveSecretName(root)}
 	certData := []byte(nil)
 	switch err := r.client.Get(ctx, certKey, cert); {
 	case err == nil:
-		certData = cert.Data[render.KeyCurveCert]
+		certData = cert.Data[names.KeyCurveCert]
 	case !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("reading the root's CURVE Secret: %w", err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/fluxfed/fluxfed/bursting"
 	"github.com/fluxfed/fluxfed/hub/members"
 	"github.com/fluxfed/fluxfed/member/render"
+	"github.com/fluxfed/fluxfed/member/render/names"
 )
 
 // refusedError is a child object the hub will not touch: a namesake that is not its own.
@@ -192,7 +193,7 @@ func (r *Reconciler) applyChildSecret(ctx context.Context, cl cluster.Cluster, c
 		if render.UpToDate(current, u) {
 			return nil
 		}
-		if !bytes.Equal(current.Data[render.KeyCurveCert], cert) {
+		if !bytes.Equal(current.Data[names.KeyCurveCert], cert) {
 			// The data of the Secret is immutable: one of an earlier root (same name, deleted
 			// and re-created) is replaced.
 			if err := cl.GetClient().Delete(ctx, current, client.Preconditions{UID: &current.UID, ResourceVersion: &current.ResourceVersion}); client.IgnoreNotFound(err) != nil {

@@ -22,7 +22,7 @@ import (
 	"github.com/fluxfed/fluxfed/e2e/fluxcheck"
 	"github.com/fluxfed/fluxfed/e2e/testenv"
 	"github.com/fluxfed/fluxfed/hub"
-	"github.com/fluxfed/fluxfed/member/render"
+	"github.com/fluxfed/fluxfed/member/render/names"
 )
 
 // TestOnOneFederation runs, on one hub and two members, the scenarios that do not disturb each
@@ -104,7 +104,7 @@ func testARootBurstsOntoTwoMembers(t *testing.T, f *federation) {
 		require.EventuallyWithT(t, func(c *assert.CollectT) {
 			require.NoError(c, m.env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: want.name + "-curve"}, cert))
 		}, wait, tick)
-		require.Equal(t, rootCert.Data[render.KeyCurveCert], cert.Data[render.KeyCurveCert], "one certificate for the federation")
+		require.Equal(t, rootCert.Data[names.KeyCurveCert], cert.Data[names.KeyCurveCert], "one certificate for the federation")
 		require.Equal(t, child.UID, metav1.GetControllerOf(cert).UID, "the member deletes the Secret with the child")
 	}
 
@@ -120,7 +120,7 @@ func testARootBurstsOntoTwoMembers(t *testing.T, f *federation) {
 		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name + "-curve"}, cert))
 		for i := range size {
 			configs = append(configs, fluxcheck.HostConfig{Hostname: fmt.Sprintf("%s-%d", name, i), Cluster: cluster,
-				BrokerTOML: []byte(cm.Data[render.KeyBrokerTOML]), CurveCert: cert.Data[render.KeyCurveCert]})
+				BrokerTOML: []byte(cm.Data[names.KeyBrokerTOML]), CurveCert: cert.Data[names.KeyCurveCert]})
 		}
 	}
 	collect(f.hub.Client, "hub", "lammps", 2)
@@ -352,7 +352,7 @@ func testTwoRootsShareAMemberWithoutInterfering(t *testing.T, f *federation) {
 	certOf := func(ns string) []byte {
 		s := &corev1.Secret{}
 		require.NoError(t, a.env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "burst-curve"}, s))
-		return s.Data[render.KeyCurveCert]
+		return s.Data[names.KeyCurveCert]
 	}
 	require.NotEqual(t, certOf(ns1), certOf(ns2), "each federation has its own certificate")
 

@@ -14,7 +14,7 @@ import (
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/bursting"
-	"github.com/fluxfed/fluxfed/member/render"
+	"github.com/fluxfed/fluxfed/member/render/names"
 )
 
 // exposeType returns how the root's lead broker is exposed: spec.flux.bursting.expose.type,
@@ -28,8 +28,8 @@ func exposeType(mc *fluxv1alpha2.MiniCluster) corev1.ServiceType {
 
 // LeadBrokerSelector selects the root's rank 0: the pod of index 0 of its broker Job.
 func LeadBrokerSelector(mc *fluxv1alpha2.MiniCluster) map[string]string {
-	selector := render.SelectorLabels(mc)
-	selector[batchv1.JobNameLabel] = render.JobName(mc)
+	selector := names.SelectorLabels(mc)
+	selector[batchv1.JobNameLabel] = names.JobName(mc)
 	selector[batchv1.JobCompletionIndexAnnotation] = "0"
 	return selector
 }
@@ -41,13 +41,13 @@ func LeadBrokerService(mc *fluxv1alpha2.MiniCluster) *corev1ac.ServiceApplyConfi
 	port := corev1ac.ServicePort().
 		WithName("broker").
 		WithProtocol(corev1.ProtocolTCP).
-		WithPort(render.DefaultBrokerPort).
-		WithTargetPort(intstr.FromInt32(render.DefaultBrokerPort))
+		WithPort(names.DefaultBrokerPort).
+		WithTargetPort(intstr.FromInt32(names.DefaultBrokerPort))
 	if e := mc.Spec.Flux.Bursting.Expose; e != nil && e.NodePort != 0 {
 		port.WithNodePort(e.NodePort)
 	}
-	return corev1ac.Service(render.LeadBrokerServiceName(mc), mc.Namespace).
-		WithLabels(render.SelectorLabels(mc)).
+	return corev1ac.Service(names.LeadBrokerServiceName(mc), mc.Namespace).
+		WithLabels(names.SelectorLabels(mc)).
 		WithSpec(corev1ac.ServiceSpec().
 			WithType(exposeType(mc)).
 			WithSelector(LeadBrokerSelector(mc)).
@@ -66,7 +66,7 @@ func LeadBrokerService(mc *fluxv1alpha2.MiniCluster) *corev1ac.ServiceApplyConfi
 // says what is still missing.
 func AdvertisedEndpoint(mc *fluxv1alpha2.MiniCluster, svc *corev1.Service, node *corev1.Node) (bursting.Endpoint, string, error) {
 	if svc == nil || len(svc.Spec.Ports) == 0 {
-		return bursting.Endpoint{}, fluxv1alpha2.ReasonAddressPending, fmt.Errorf("the lead broker Service %s does not exist yet", render.LeadBrokerServiceName(mc))
+		return bursting.Endpoint{}, fluxv1alpha2.ReasonAddressPending, fmt.Errorf("the lead broker Service %s does not exist yet", names.LeadBrokerServiceName(mc))
 	}
 	loadBalancer := svc.Spec.Type == corev1.ServiceTypeLoadBalancer
 	port := svc.Spec.Ports[0].NodePort

@@ -12,6 +12,7 @@ import (
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/member/render"
+	"github.com/fluxfed/fluxfed/member/render/names"
 )
 
 // desired is one object the reconciler applies, ready for server-side apply.
@@ -38,7 +39,7 @@ func newDesired(mc *fluxv1alpha2.MiniCluster, ac runtime.ApplyConfiguration, gvk
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	for k, v := range render.SelectorLabels(mc) {
+	for k, v := range names.SelectorLabels(mc) {
 		labels[k] = v
 	}
 	u.SetLabels(labels)

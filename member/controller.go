@@ -29,6 +29,7 @@ import (
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/member/render"
+	"github.com/fluxfed/fluxfed/member/render/names"
 )
 
 // Options configure the MiniCluster reconciler.
@@ -164,7 +165,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 func (r *Reconciler) reconcileObjects(ctx context.Context, mc *fluxv1alpha2.MiniCluster) (observation, error) {
 	var obs observation
 	job := &batchv1.Job{}
-	if err := r.client.Get(ctx, client.ObjectKey{Namespace: mc.Namespace, Name: render.JobName(mc)}, job); err == nil {
+	if err := r.client.Get(ctx, client.ObjectKey{Namespace: mc.Namespace, Name: names.JobName(mc)}, job); err == nil {
 		obs.job = job
 	} else if !apierrors.IsNotFound(err) {
 		return obs, fmt.Errorf("reading the Job: %w", err)
@@ -184,7 +185,7 @@ func (r *Reconciler) reconcileObjects(ctx context.Context, mc *fluxv1alpha2.Mini
 			return obs, err
 		}
 		// The services Job is a Job too; the status follows the brokers' Job only.
-		if applied != nil && applied.GetKind() == "Job" && applied.GetName() == render.JobName(mc) {
+		if applied != nil && applied.GetKind() == "Job" && applied.GetName() == names.JobName(mc) {
 			if obs.job, err = toJob(applied); err != nil {
 				return obs, err
 			}
@@ -195,7 +196,7 @@ func (r *Reconciler) reconcileObjects(ctx context.Context, mc *fluxv1alpha2.Mini
 
 // render builds every object the MiniCluster needs, in the order they are applied.
 func (r *Reconciler) render(ctx context.Context, mc *fluxv1alpha2.MiniCluster) ([]desired, string, *failure, error) {
-	rendered, err := Render(mc)
+	rendered, err := render.Render(mc)
 	if err != nil {
 		return nil, "", &failure{reason: fluxv1alpha2.ReasonInvalidSpec, message: err.Error()}, nil
 	}
@@ -291,7 +292,7 @@ func (r *Reconciler) cleanupPods(ctx context.Context, mc *fluxv1alpha2.MiniClust
 	}
 	ctrl.LoggerFrom(ctx).Info("Deleting the finished broker pods (spec.cleanup)")
 	err := r.client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(mc.Namespace),
-		client.MatchingLabels(render.SelectorLabels(mc)), client.PropagationPolicy(metav1.DeletePropagationBackground))
+		client.MatchingLabels(names.SelectorLabels(mc)), client.PropagationPolicy(metav1.DeletePropagationBackground))
 	if err != nil {
 		return fmt.Errorf("deleting the finished pods: %w", err)
 	}

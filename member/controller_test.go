@@ -28,8 +28,8 @@ import (
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/e2e/testenv"
-	"github.com/fluxfed/fluxfed/member/render"
 	"github.com/fluxfed/fluxfed/member/render/curve"
+	"github.com/fluxfed/fluxfed/member/render/names"
 )
 
 // requestCounter counts the API requests the manager sends, by method, so tests can assert that
@@ -181,11 +181,11 @@ func TestReconcileCreatesAnOwnedFluxInstance(t *testing.T) {
 	h.get(t, mc)
 
 	objects := []client.Object{
-		&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: render.JobName(mc), Namespace: ns}},
+		&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: names.JobName(mc), Namespace: ns}},
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "flux-service", Namespace: ns}},
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: render.ConfigMapName(mc), Namespace: ns}},
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: render.EntrypointConfigMapName(mc), Namespace: ns}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: render.CurveSecretName(mc), Namespace: ns}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: names.ConfigMapName(mc), Namespace: ns}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: names.EntrypointConfigMapName(mc), Namespace: ns}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: names.CurveSecretName(mc), Namespace: ns}},
 	}
 	for _, obj := range objects {
 		h.get(t, obj)
@@ -200,13 +200,13 @@ func TestReconcileCreatesAnOwnedFluxInstance(t *testing.T) {
 	require.Equal(t, int32(2), *job.Spec.Completions)
 
 	flux := objects[2].(*corev1.ConfigMap)
-	require.Equal(t, "flux-sample-[0-3]", flux.Data[render.KeyHostlist])
-	require.Contains(t, flux.Data[render.KeyBrokerTOML], "default_port = 8050")
+	require.Equal(t, "flux-sample-[0-3]", flux.Data[names.KeyHostlist])
+	require.Contains(t, flux.Data[names.KeyBrokerTOML], "default_port = 8050")
 	for key, value := range objects[3].(*corev1.ConfigMap).Data {
 		require.NotContains(t, value, "secret-key", "entrypoint script %s", key)
 	}
-	require.NotContains(t, flux.Data[render.KeyBrokerTOML], "secret-key")
-	require.Contains(t, string(objects[4].(*corev1.Secret).Data[render.KeyCurveCert]), "secret-key")
+	require.NotContains(t, flux.Data[names.KeyBrokerTOML], "secret-key")
+	require.Contains(t, string(objects[4].(*corev1.Secret).Data[names.KeyCurveCert]), "secret-key")
 
 	require.Equal(t, int32(2), mc.Status.Size)
 	require.Equal(t, int32(4), mc.Status.MaximumSize)
@@ -256,7 +256,7 @@ func TestStatusFollowsTheJob(t *testing.T) {
 	require.NoError(t, h.c.Create(ctx, mc))
 	h.waitCondition(t, mc, fluxv1alpha2.ConditionReady, metav1.ConditionFalse, fluxv1alpha2.ReasonPodsNotReady)
 
-	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: render.JobName(mc), Namespace: mc.Namespace}}
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: names.JobName(mc), Namespace: mc.Namespace}}
 	setJobStatus := func(mutate func(*batchv1.JobStatus)) {
 		t.Helper()
 		h.get(t, job)
@@ -309,7 +309,7 @@ func TestScalingChangesTheJobInPlace(t *testing.T) {
 	mc.Spec.MaxSize = 5
 	require.NoError(t, h.c.Create(ctx, mc))
 	h.settle(t, mc)
-	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: render.JobName(mc), Namespace: mc.Namespace}}
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: names.JobName(mc), Namespace: mc.Namespace}}
 	h.get(t, job)
 	before := job.DeepCopy()
 
@@ -394,12 +394,12 @@ func TestCleanupDeletesTheFinishedPods(t *testing.T) {
 			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
 		}
 		if name != "unrelated" {
-			pod.Labels = render.SelectorLabels(mc)
+			pod.Labels = names.SelectorLabels(mc)
 		}
 		require.NoError(t, h.c.Create(ctx, pod))
 	}
 
-	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: render.JobName(mc), Namespace: mc.Namespace}}
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: names.JobName(mc), Namespace: mc.Namespace}}
 	h.get(t, job)
 	now := metav1.Now()
 	job.Status = batchv1.JobStatus{
@@ -460,7 +460,7 @@ func TestDeletingTheMiniClusterLeavesNothingBehind(t *testing.T) {
 		n := 0
 		lists := []client.ObjectList{&batchv1.JobList{}, &corev1.ServiceList{}, &corev1.ConfigMapList{}, &corev1.SecretList{}}
 		for _, list := range lists {
-			require.NoError(c, h.c.List(ctx, list, client.InNamespace(ns), client.MatchingLabels(render.SelectorLabels(mc))))
+			require.NoError(c, h.c.List(ctx, list, client.InNamespace(ns), client.MatchingLabels(names.SelectorLabels(mc))))
 			n += meta.LenList(list)
 		}
 		return n
@@ -481,7 +481,7 @@ func TestASecretOfSomeoneElseIsNotTakenForTheCertificate(t *testing.T) {
 	mc := newMiniCluster(ns, "squatted", 1)
 	// Not labelled, so outside the reconciler's cache: only the API server knows it exists.
 	require.NoError(t, h.c.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: render.CurveSecretName(mc), Namespace: ns},
+		ObjectMeta: metav1.ObjectMeta{Name: names.CurveSecretName(mc), Namespace: ns},
 		StringData: map[string]string{"password": "hunter2"},
 	}))
 	require.NoError(t, h.c.Create(ctx, mc))
@@ -515,15 +515,15 @@ func TestAChildWaitsForTheCertificateTheHubPushes(t *testing.T) {
 	h.get(t, child)
 	require.True(t, meta.IsStatusConditionFalse(child.Status.Conditions, fluxv1alpha2.ConditionFailed), "waiting is not failing")
 	secret := &corev1.Secret{}
-	require.True(t, apierrors.IsNotFound(h.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: render.CurveSecretName(child)}, secret)))
-	require.True(t, apierrors.IsNotFound(h.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: render.JobName(child)}, &batchv1.Job{})))
+	require.True(t, apierrors.IsNotFound(h.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.CurveSecretName(child)}, secret)))
+	require.True(t, apierrors.IsNotFound(h.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.JobName(child)}, &batchv1.Job{})))
 
 	// A Secret the hub pushed for another root is not taken.
 	cert, err := curve.Generate(rand.Reader)
 	require.NoError(t, err)
 	stranger := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: render.CurveSecretName(child), Namespace: ns},
-		Data:       map[string][]byte{render.KeyCurveCert: curve.File(cert)},
+		ObjectMeta: metav1.ObjectMeta{Name: names.CurveSecretName(child), Namespace: ns},
+		Data:       map[string][]byte{names.KeyCurveCert: curve.File(cert)},
 	}
 	origin(stranger, "another-root-uid")
 	require.NoError(t, h.c.Create(ctx, stranger))
@@ -532,15 +532,15 @@ func TestAChildWaitsForTheCertificateTheHubPushes(t *testing.T) {
 
 	// The root's Secret arrives: the brokers start with it, unchanged.
 	pushed := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: render.CurveSecretName(child), Namespace: ns},
-		Data:       map[string][]byte{render.KeyCurveCert: curve.File(cert)},
+		ObjectMeta: metav1.ObjectMeta{Name: names.CurveSecretName(child), Namespace: ns},
+		Data:       map[string][]byte{names.KeyCurveCert: curve.File(cert)},
 	}
 	origin(pushed, "root-uid")
 	require.NoError(t, h.c.Create(ctx, pushed))
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		require.NoError(c, h.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: render.JobName(child)}, &batchv1.Job{}))
+		require.NoError(c, h.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.JobName(child)}, &batchv1.Job{}))
 	}, 30*time.Second, 100*time.Millisecond, "the brokers never started with the pushed Secret")
 	h.waitCondition(t, child, fluxv1alpha2.ConditionFailed, metav1.ConditionFalse, fluxv1alpha2.ReasonJobRunning)
 	require.NoError(t, h.c.Get(ctx, client.ObjectKeyFromObject(pushed), secret))
-	require.Equal(t, curve.File(cert), secret.Data[render.KeyCurveCert], "the pushed certificate is used as it is")
+	require.Equal(t, curve.File(cert), secret.Data[names.KeyCurveCert], "the pushed certificate is used as it is")
 }

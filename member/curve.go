@@ -13,6 +13,7 @@ import (
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/member/render"
 	"github.com/fluxfed/fluxfed/member/render/curve"
+	"github.com/fluxfed/fluxfed/member/render/names"
 )
 
 // ensureCurveSecret makes sure the MiniCluster's CURVE Secret exists. The keypair is generated
@@ -25,7 +26,7 @@ import (
 // brokers must present the root's, which the hub pushes as the child's Secret. Until that Secret
 // is there, the child waits (a pending condition, not a failure).
 func (r *Reconciler) ensureCurveSecret(ctx context.Context, mc *fluxv1alpha2.MiniCluster) (*failure, error) {
-	key := client.ObjectKey{Namespace: mc.Namespace, Name: render.CurveSecretName(mc)}
+	key := client.ObjectKey{Namespace: mc.Namespace, Name: names.CurveSecretName(mc)}
 	existing := &corev1.Secret{}
 	switch err := r.client.Get(ctx, key, existing); {
 	case err == nil:

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
-	"github.com/fluxfed/fluxfed/member/render"
+	"github.com/fluxfed/fluxfed/member/render/names"
 )
 
 // memberConditions are the condition types this reconciler owns. The hub owns the others
@@ -164,8 +164,8 @@ func transitions(before, after []metav1.Condition) []metav1.Condition {
 // brokerSelector selects the MiniCluster's broker pods, for the scale subresource: the pods of
 // its indexed Job. The MiniCluster label alone would also match the spec.services pod.
 func brokerSelector(mc *fluxv1alpha2.MiniCluster) string {
-	set := labels.Set{batchv1.JobNameLabel: render.JobName(mc)}
-	for k, v := range render.SelectorLabels(mc) {
+	set := labels.Set{batchv1.JobNameLabel: names.JobName(mc)}
+	for k, v := range names.SelectorLabels(mc) {
 		set[k] = v
 	}
 	return labels.SelectorFromSet(set).String()

@@ -18,7 +18,7 @@ import (
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/bursting"
 	"github.com/fluxfed/fluxfed/hostlist"
-	"github.com/fluxfed/fluxfed/member"
+	"github.com/fluxfed/fluxfed/member/render"
 	"github.com/fluxfed/fluxfed/member/admit"
 	"github.com/fluxfed/fluxfed/member/render/curve"
 )
@@ -85,7 +85,7 @@ func runPlan(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	if mc.IsBurstChild() && *leadAddress != "" {
 		return fmt.Errorf("MiniCluster %s is a burst child (spec.flux.bursting.leadBroker is set): --lead-address plans the children of a root", mc.Name)
 	}
-	rendered, err := member.Render(mc)
+	rendered, err := render.Render(mc)
 	if err != nil {
 		return fmt.Errorf("MiniCluster %s cannot be rendered: %w", mc.Name, err)
 	}
@@ -136,7 +136,7 @@ type renderedChild struct {
 	bursting.Child
 	// stored is the child as the member's API server stores it: admitted, defaults applied.
 	stored   *fluxv1alpha2.MiniCluster
-	rendered *member.Rendered
+	rendered *render.Rendered
 }
 
 // renderChildren admits every child of plan as its member's API server would, and renders it
@@ -152,7 +152,7 @@ func renderChildren(plan *bursting.Plan) ([]renderedChild, error) {
 		if err != nil {
 			return nil, fmt.Errorf("member %s would refuse the child MiniCluster %s: %w", c.Cluster, c.Burst, admissionError(err))
 		}
-		rendered, err := member.Render(stored)
+		rendered, err := render.Render(stored)
 		if err != nil {
 			return nil, fmt.Errorf("the child MiniCluster %s cannot be rendered: %w", c.Burst, err)
 		}
@@ -204,7 +204,7 @@ func certificate(mc *fluxv1alpha2.MiniCluster) (*curve.Certificate, error) {
 // (manifests.yaml) and for each child on its member (manifests-<burst>.yaml), and the child
 // MiniClusters as the hub would apply them (children.yaml). The curve Secret is left out: its
 // content is in every host folder.
-func writePlan(dir string, rendered *member.Rendered, children []renderedChild, cert *curve.Certificate) error {
+func writePlan(dir string, rendered *render.Rendered, children []renderedChild, cert *curve.Certificate) error {
 	if err := writeHosts(dir, rendered, cert); err != nil {
 		return err
 	}
@@ -232,7 +232,7 @@ func writePlan(dir string, rendered *member.Rendered, children []renderedChild, 
 }
 
 // writeHosts writes DIR/<hostname>/ for every host of the rendered MiniCluster's own pods.
-func writeHosts(dir string, rendered *member.Rendered, cert *curve.Certificate) error {
+func writeHosts(dir string, rendered *render.Rendered, cert *curve.Certificate) error {
 	l := rendered.Layout
 	for rank := l.LocalStart; rank < l.LocalEnd; rank++ {
 		host := l.Hosts[rank]
@@ -264,7 +264,7 @@ func writeHosts(dir string, rendered *member.Rendered, cert *curve.Certificate) 
 }
 
 // writeObjects writes objects to path as a multi-document YAML file.
-func writeObjects(path string, objects []member.Object) error {
+func writeObjects(path string, objects []render.Object) error {
 	var manifests strings.Builder
 	for _, o := range objects {
 		data, err := yaml.Marshal(o.Apply)

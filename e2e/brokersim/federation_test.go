@@ -14,10 +14,10 @@ import (
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/bursting"
 	"github.com/fluxfed/fluxfed/e2e/brokersim"
-	"github.com/fluxfed/fluxfed/member"
-	"github.com/fluxfed/fluxfed/member/admit"
 	"github.com/fluxfed/fluxfed/member/render"
+	"github.com/fluxfed/fluxfed/member/admit"
 	"github.com/fluxfed/fluxfed/member/render/curve"
+	"github.com/fluxfed/fluxfed/member/render/names"
 )
 
 // hubCluster is the cluster the root runs in; lead is where the members reach its rank 0 (a
@@ -101,21 +101,21 @@ func newFederation(tb testing.TB, manifest string, opts fedOptions) *federation 
 	f := &federation{root: root, plan: plan, network: brokersim.NewNetwork()}
 
 	pods := func(mc *fluxv1alpha2.MiniCluster, cluster string) {
-		out, err := member.Render(mc)
+		out, err := render.Render(mc)
 		require.NoError(tb, err, "rendering %s", mc.Name)
-		var names []string
+		var hosts []string
 		for i := range int(mc.Spec.Size) {
 			name := fmt.Sprintf("%s-%d", mc.Name, i)
-			names = append(names, name)
+			hosts = append(hosts, name)
 			f.brokers = append(f.brokers, brokersim.Broker{Cluster: cluster, Hostname: name, BrokerTOML: out.BrokerTOML, CurveCert: cert})
 		}
-		require.NoError(tb, f.network.AddHeadlessService(cluster, mc.Namespace, mc.Spec.Network.HeadlessName, render.DefaultBrokerPort, names...))
+		require.NoError(tb, f.network.AddHeadlessService(cluster, mc.Namespace, mc.HeadlessName(), names.DefaultBrokerPort, hosts...))
 	}
 	pods(root, hubCluster)
 	if !opts.noLead {
 		require.NoError(tb, f.network.AddLead(brokersim.Lead{
 			Address: plan.Lead.Address, Port: int(plan.Lead.Port),
-			Target: brokersim.Listener{Cluster: hubCluster, Hostname: root.Name + "-0", Port: render.DefaultBrokerPort},
+			Target: brokersim.Listener{Cluster: hubCluster, Hostname: root.Name + "-0", Port: names.DefaultBrokerPort},
 		}))
 	}
 	for _, c := range plan.Children {

@@ -11,7 +11,7 @@ import (
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/bursting"
 	"github.com/fluxfed/fluxfed/e2e/brokersim"
-	"github.com/fluxfed/fluxfed/member/render"
+	"github.com/fluxfed/fluxfed/member/render/names"
 )
 
 // Side is one MiniCluster of a federation as it runs: the root on the hub, or a child on a
@@ -42,7 +42,7 @@ func (f *Fleet) Federation(ctx context.Context, root *fluxv1alpha2.MiniCluster) 
 		s := &sides[i]
 		c, mc := f.Clients[s.Cluster], s.MiniCluster
 		var pods corev1.PodList
-		if err := c.List(ctx, &pods, client.InNamespace(mc.Namespace), client.MatchingLabels{batchv1.JobNameLabel: render.JobName(mc)}); err != nil {
+		if err := c.List(ctx, &pods, client.InNamespace(mc.Namespace), client.MatchingLabels{batchv1.JobNameLabel: names.JobName(mc)}); err != nil {
 			return nil, err
 		}
 		for _, p := range pods.Items {
@@ -51,15 +51,15 @@ func (f *Fleet) Federation(ctx context.Context, root *fluxv1alpha2.MiniCluster) 
 			}
 		}
 		cm := &corev1.ConfigMap{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: mc.Namespace, Name: render.ConfigMapName(mc)}, cm); err != nil {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: mc.Namespace, Name: names.ConfigMapName(mc)}, cm); err != nil {
 			return nil, fmt.Errorf("the broker config of %s on %s: %w", mc.Name, s.Cluster, err)
 		}
-		s.BrokerTOML = []byte(cm.Data[render.KeyBrokerTOML])
+		s.BrokerTOML = []byte(cm.Data[names.KeyBrokerTOML])
 		secret := &corev1.Secret{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: mc.Namespace, Name: render.CurveSecretName(mc)}, secret); err != nil {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: mc.Namespace, Name: names.CurveSecretName(mc)}, secret); err != nil {
 			return nil, fmt.Errorf("the certificate of %s on %s: %w", mc.Name, s.Cluster, err)
 		}
-		s.CurveCert = secret.Data[render.KeyCurveCert]
+		s.CurveCert = secret.Data[names.KeyCurveCert]
 	}
 	return sides, nil
 }
@@ -75,7 +75,7 @@ func Network(root *fluxv1alpha2.MiniCluster, sides []Side) (*brokersim.Network, 
 			bySubdomain[p.Spec.Subdomain] = append(bySubdomain[p.Spec.Subdomain], p.Spec.Hostname)
 		}
 		for subdomain, hosts := range bySubdomain {
-			if err := n.AddHeadlessService(s.Cluster, s.MiniCluster.Namespace, subdomain, render.DefaultBrokerPort, hosts...); err != nil {
+			if err := n.AddHeadlessService(s.Cluster, s.MiniCluster.Namespace, subdomain, names.DefaultBrokerPort, hosts...); err != nil {
 				return nil, err
 			}
 		}
@@ -85,7 +85,7 @@ func Network(root *fluxv1alpha2.MiniCluster, sides []Side) (*brokersim.Network, 
 		return nil, fmt.Errorf("root %s has no lead broker endpoint yet", root.Name)
 	}
 	err := n.AddLead(brokersim.Lead{Address: lead.Address, Port: int(lead.Port),
-		Target: brokersim.Listener{Cluster: sides[0].Cluster, Hostname: root.Name + "-0", Port: render.DefaultBrokerPort}})
+		Target: brokersim.Listener{Cluster: sides[0].Cluster, Hostname: root.Name + "-0", Port: names.DefaultBrokerPort}})
 	return n, err
 }
 

@@ -7,23 +7,24 @@ import (
 	"k8s.io/utils/ptr"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/member/render/names"
 )
 
 // FluxConfigMap returns the ConfigMap with the broker config and the hostlist every broker of the
 // MiniCluster reads at start.
 func FluxConfigMap(mc *fluxv1alpha2.MiniCluster, brokerTOML []byte, hostlist string) *corev1ac.ConfigMapApplyConfiguration {
-	return corev1ac.ConfigMap(ConfigMapName(mc), mc.Namespace).
-		WithLabels(SelectorLabels(mc)).
+	return corev1ac.ConfigMap(names.ConfigMapName(mc), mc.Namespace).
+		WithLabels(names.SelectorLabels(mc)).
 		WithData(map[string]string{
-			KeyBrokerTOML: string(brokerTOML),
-			KeyHostlist:   hostlist,
+			names.KeyBrokerTOML: string(brokerTOML),
+			names.KeyHostlist:   hostlist,
 		})
 }
 
 // EntrypointConfigMap returns the ConfigMap with the entrypoint scripts, keyed by file name.
 func EntrypointConfigMap(mc *fluxv1alpha2.MiniCluster, scripts map[string]string) *corev1ac.ConfigMapApplyConfiguration {
-	return corev1ac.ConfigMap(EntrypointConfigMapName(mc), mc.Namespace).
-		WithLabels(SelectorLabels(mc)).
+	return corev1ac.ConfigMap(names.EntrypointConfigMapName(mc), mc.Namespace).
+		WithLabels(names.SelectorLabels(mc)).
 		WithData(scripts)
 }
 
@@ -33,12 +34,12 @@ func EntrypointConfigMap(mc *fluxv1alpha2.MiniCluster, scripts map[string]string
 func CurveSecret(mc *fluxv1alpha2.MiniCluster, certFile []byte) *corev1.Secret {
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      CurveSecretName(mc),
+			Name:      names.CurveSecretName(mc),
 			Namespace: mc.Namespace,
-			Labels:    SelectorLabels(mc),
+			Labels:    names.SelectorLabels(mc),
 		},
 		Type:      corev1.SecretTypeOpaque,
 		Immutable: ptr.To(true),
-		Data:      map[string][]byte{KeyCurveCert: certFile},
+		Data:      map[string][]byte{names.KeyCurveCert: certFile},
 	}
 }

@@ -14,7 +14,7 @@ import (
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/bursting"
 	"github.com/fluxfed/fluxfed/hostlist"
-	"github.com/fluxfed/fluxfed/member/render"
+	"github.com/fluxfed/fluxfed/member/render/names"
 )
 
 // CurveCertPath returns where the brokers read the CURVE certificate: the flux-view init
@@ -22,7 +22,7 @@ import (
 // since the broker refuses a certificate that group or others can read, and a Secret volume
 // cannot be given an owner.
 func CurveCertPath(mc *fluxv1alpha2.MiniCluster) string {
-	return path.Join(mc.Spec.Flux.Container.MountPath, "curve", render.KeyCurveCert)
+	return path.Join(mc.Spec.Flux.Container.MountPath, "curve", names.KeyCurveCert)
 }
 
 // ResourcePath returns where the brokers read R, the instance's resource set, which the
@@ -74,7 +74,7 @@ func BrokerTOML(mc *fluxv1alpha2.MiniCluster, l *bursting.Layout) ([]byte, error
 
 	w.table("bootstrap")
 	w.str("curve_cert", CurveCertPath(mc))
-	w.int("default_port", render.DefaultBrokerPort)
+	w.int("default_port", names.DefaultBrokerPort)
 	w.str("default_bind", "tcp://eth0:%p")
 	w.str("default_connect", fmt.Sprintf("tcp://%%h.%s.%s.svc.cluster.local:%%p", mc.HeadlessName(), mc.Namespace))
 	w.b.WriteString("hosts = [\n")

@@ -18,7 +18,7 @@ type fixture struct {
 	in   Inputs
 }
 
-// fixtures returns rendertest's cases with the inputs member.Render computes for them.
+// fixtures returns rendertest's cases with the inputs render.Render computes for them.
 func fixtures() []fixture {
 	var out []fixture
 	for _, c := range rendertest.Cases() {
@@ -28,7 +28,7 @@ func fixtures() []fixture {
 		}
 		in := Inputs{Hostlist: layout.Hostlist, Quorum: layout.Quorum, Follower: c.MiniCluster.IsBurstChild()}
 		if c.Name == "pod-options" {
-			// member.Render passes no TBON topology, but the scripts must render one when asked.
+			// render.Render passes no TBON topology, but the scripts must render one when asked.
 			in.TBONTopo = "kary:2"
 		}
 		out = append(out, fixture{name: c.Name, mc: c.MiniCluster, in: in})

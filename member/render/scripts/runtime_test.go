@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
-	"github.com/fluxfed/fluxfed/member/render"
+	"github.com/fluxfed/fluxfed/member/render/names"
 )
 
 // These tests run the rendered scripts for real, with a fake flux command, in a temporary
@@ -64,9 +64,9 @@ func newSandbox(t *testing.T, hostlist string) sandbox {
 	for _, d := range []string{s.config, s.curve, s.bin} {
 		require.NoError(t, os.MkdirAll(d, 0o755))
 	}
-	require.NoError(t, os.WriteFile(filepath.Join(s.config, render.KeyBrokerTOML), []byte("[bootstrap]\n"), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(s.config, render.KeyHostlist), []byte(hostlist), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(s.curve, render.KeyCurveCert),
+	require.NoError(t, os.WriteFile(filepath.Join(s.config, names.KeyBrokerTOML), []byte("[bootstrap]\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(s.config, names.KeyHostlist), []byte(hostlist), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(s.curve, names.KeyCurveCert),
 		[]byte("curve\n    secret-key = \""+secretKey+"\"\n"), 0o400))
 	require.NoError(t, os.WriteFile(filepath.Join(s.bin, "flux"), []byte(fakeFlux), 0o755))
 	return s
@@ -85,8 +85,8 @@ func (s sandbox) miniCluster(name string, mutate func(*fluxv1alpha2.MiniClusterS
 // provision runs the provisioner with the sandbox's config and curve directories.
 func (s sandbox) provision(t *testing.T, script string) string {
 	t.Helper()
-	script = strings.Replace(script, "\nconfig_dir="+Quote(render.ConfigMountPath)+"\n", "\nconfig_dir="+Quote(s.config)+"\n", 1)
-	script = strings.Replace(script, "\ncurve_dir="+Quote(render.CurveMountPath)+"\n", "\ncurve_dir="+Quote(s.curve)+"\n", 1)
+	script = strings.Replace(script, "\nconfig_dir="+Quote(names.ConfigMountPath)+"\n", "\nconfig_dir="+Quote(s.config)+"\n", 1)
+	script = strings.Replace(script, "\ncurve_dir="+Quote(names.CurveMountPath)+"\n", "\ncurve_dir="+Quote(s.curve)+"\n", 1)
 	out, err := s.run(t, "sh", script, nil)
 	require.NoError(t, err, "provisioner: %s", out)
 	return out

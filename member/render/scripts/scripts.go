@@ -44,14 +44,14 @@ import (
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/hostlist"
-	"github.com/fluxfed/fluxfed/member/render"
+	"github.com/fluxfed/fluxfed/member/render/names"
 )
 
 // Inputs are the values the scripts need beyond the MiniCluster itself, computed by the caller
 // from the federation layout.
 type Inputs struct {
 	// Hostlist is the RFC 29 hostlist the brokers bootstrap with; it is also in the flux
-	// ConfigMap (render.KeyHostlist), from which the pods encode R. The scripts use it to warn
+	// ConfigMap (names.KeyHostlist), from which the pods encode R. The scripts use it to warn
 	// when a pod started with a different one.
 	Hostlist string
 	// Quorum is the number of brokers rank 0 waits for before it starts the job
@@ -111,7 +111,7 @@ func ContainerName(mc *fluxv1alpha2.MiniCluster, i int) string {
 
 // ProvisionerCommand returns the command of the flux-view init container.
 func ProvisionerCommand() []string {
-	return []string{"/bin/sh", render.EntrypointMountPath + "/" + ProvisionerKey}
+	return []string{"/bin/sh", names.EntrypointMountPath + "/" + ProvisionerKey}
 }
 
 // ContainerCommand returns the command of spec.containers[i]. The container that runs Flux,
@@ -122,13 +122,13 @@ func ContainerCommand(mc *fluxv1alpha2.MiniCluster, i int) []string {
 	c := &mc.Spec.Containers[i]
 	switch {
 	case isFluxContainer(mc, i):
-		return []string{"/bin/bash", render.EntrypointMountPath + "/" + ContainerKey(ContainerName(mc, i))}
+		return []string{"/bin/bash", names.EntrypointMountPath + "/" + ContainerKey(ContainerName(mc, i))}
 	case c.Command == "":
 		return nil
 	case c.NoWrapEntrypoint:
 		return []string{"/bin/sh", "-c", c.Command}
 	default:
-		return []string{"/bin/bash", render.EntrypointMountPath + "/" + ContainerKey(ContainerName(mc, i))}
+		return []string{"/bin/bash", names.EntrypointMountPath + "/" + ContainerKey(ContainerName(mc, i))}
 	}
 }
 
@@ -142,7 +142,7 @@ func ServiceCommand(mc *fluxv1alpha2.MiniCluster, i int) []string {
 	case c.NoWrapEntrypoint:
 		return []string{"/bin/sh", "-c", c.Command}
 	default:
-		return []string{"/bin/bash", render.EntrypointMountPath + "/" + ServiceKey(c.Name)}
+		return []string{"/bin/bash", names.EntrypointMountPath + "/" + ServiceKey(c.Name)}
 	}
 }
 
@@ -162,7 +162,7 @@ var templates = template.Must(template.New("scripts").Funcs(template.FuncMap{
 // envName is what a shell accepts as a variable name.
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// Render returns the data of the entrypoint ConfigMap (render.EntrypointConfigMapName): the
+// Render returns the data of the entrypoint ConfigMap (names.EntrypointConfigMapName): the
 // provisioner under ProvisionerKey, an entrypoint under ContainerKey for the container that
 // runs Flux and for every other container that runs a wrapped command (see ContainerCommand),
 // and one under ServiceKey for every spec.services container with a wrapped command. It
@@ -347,11 +347,11 @@ func provisionerData(mc *fluxv1alpha2.MiniCluster) provisioner {
 		MiniCluster:     mc.Name,
 		Container:       name,
 		Quiet:           mc.Spec.Logging.Quiet,
-		ConfigMountPath: render.ConfigMountPath,
-		CurveMountPath:  render.CurveMountPath,
-		KeyBrokerTOML:   render.KeyBrokerTOML,
-		KeyHostlist:     render.KeyHostlist,
-		KeyCurveCert:    render.KeyCurveCert,
+		ConfigMountPath: names.ConfigMountPath,
+		CurveMountPath:  names.CurveMountPath,
+		KeyBrokerTOML:   names.KeyBrokerTOML,
+		KeyHostlist:     names.KeyHostlist,
+		KeyCurveCert:    names.KeyCurveCert,
 		FluxViewSh:      fluxViewSh(mc, v),
 	}
 }

@@ -9,7 +9,7 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
-	"github.com/fluxfed/fluxfed/member/render"
+	"github.com/fluxfed/fluxfed/member/render/names"
 	"github.com/fluxfed/fluxfed/member/render/scripts"
 )
 
@@ -24,9 +24,9 @@ func viewContainer(mc *fluxv1alpha2.MiniCluster) (*corev1ac.ContainerApplyConfig
 		WithCommand(scripts.ProvisionerCommand()...).
 		WithVolumeMounts(
 			corev1ac.VolumeMount().WithName(VolumeView).WithMountPath(scripts.MountPath(mc)),
-			corev1ac.VolumeMount().WithName(VolumeConfig).WithMountPath(render.ConfigMountPath).WithReadOnly(true),
-			corev1ac.VolumeMount().WithName(VolumeCurve).WithMountPath(render.CurveMountPath).WithReadOnly(true),
-			corev1ac.VolumeMount().WithName(VolumeEntrypoint).WithMountPath(render.EntrypointMountPath).WithReadOnly(true),
+			corev1ac.VolumeMount().WithName(VolumeConfig).WithMountPath(names.ConfigMountPath).WithReadOnly(true),
+			corev1ac.VolumeMount().WithName(VolumeCurve).WithMountPath(names.CurveMountPath).WithReadOnly(true),
+			corev1ac.VolumeMount().WithName(VolumeEntrypoint).WithMountPath(names.EntrypointMountPath).WithReadOnly(true),
 		)
 	if view.WorkingDir != "" {
 		c.WithWorkingDir(view.WorkingDir)
@@ -55,7 +55,7 @@ func appContainer(mc *fluxv1alpha2.MiniCluster, i int) (*corev1ac.ContainerApply
 	}
 	c.WithVolumeMounts(
 		corev1ac.VolumeMount().WithName(VolumeView).WithMountPath(scripts.MountPath(mc)),
-		corev1ac.VolumeMount().WithName(VolumeEntrypoint).WithMountPath(render.EntrypointMountPath).WithReadOnly(true),
+		corev1ac.VolumeMount().WithName(VolumeEntrypoint).WithMountPath(names.EntrypointMountPath).WithReadOnly(true),
 	)
 	if mc.Spec.Flux.MungeSecret != "" && mc.FluxContainer() == spec {
 		c.WithVolumeMounts(corev1ac.VolumeMount().WithName(VolumeMunge).WithMountPath(mungeMountPath).WithReadOnly(true))
@@ -74,7 +74,7 @@ func serviceContainer(mc *fluxv1alpha2.MiniCluster, i int) (*corev1ac.ContainerA
 		return nil, err
 	}
 	if wrapped(command) {
-		c.WithVolumeMounts(corev1ac.VolumeMount().WithName(VolumeEntrypoint).WithMountPath(render.EntrypointMountPath).WithReadOnly(true))
+		c.WithVolumeMounts(corev1ac.VolumeMount().WithName(VolumeEntrypoint).WithMountPath(names.EntrypointMountPath).WithReadOnly(true))
 	}
 	c.WithVolumeMounts(volumeMounts(spec)...)
 	return c, nil

@@ -11,7 +11,7 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
-	"github.com/fluxfed/fluxfed/member/render"
+	"github.com/fluxfed/fluxfed/member/render/names"
 	"github.com/fluxfed/fluxfed/member/render/scripts"
 )
 
@@ -23,17 +23,17 @@ const BrokerPortName = "broker"
 // '<name>-<i>.<headlessName>.<namespace>.svc.cluster.local' (the Job sets each pod's hostname
 // and subdomain) and the services pod '<name>-services.<headlessName>...'.
 //
-// It selects the MiniCluster's pods by render.SelectorLabels, and publishes them before they
+// It selects the MiniCluster's pods by names.SelectorLabels, and publishes them before they
 // are ready, because brokers must resolve each other while they start. With
 // spec.flux.minimalService it selects only the pod of completion index 0, the lead broker,
 // which is all the other brokers of a flat tree dial; the services pod then has no name either.
 func HeadlessService(mc *fluxv1alpha2.MiniCluster) *corev1ac.ServiceApplyConfiguration {
-	selector := render.SelectorLabels(mc)
+	selector := names.SelectorLabels(mc)
 	if mc.Spec.Flux.MinimalService {
 		selector[labelJobCompletionIndex] = "0"
 	}
 	return corev1ac.Service(mc.HeadlessName(), mc.Namespace).
-		WithLabels(render.SelectorLabels(mc)).
+		WithLabels(names.SelectorLabels(mc)).
 		WithSpec(corev1ac.ServiceSpec().
 			WithClusterIP(corev1.ClusterIPNone).
 			WithSelector(selector).
@@ -41,11 +41,11 @@ func HeadlessService(mc *fluxv1alpha2.MiniCluster) *corev1ac.ServiceApplyConfigu
 			WithPorts(corev1ac.ServicePort().
 				WithName(BrokerPortName).
 				WithProtocol(corev1.ProtocolTCP).
-				WithPort(render.DefaultBrokerPort).
-				WithTargetPort(intstr.FromInt32(render.DefaultBrokerPort))))
+				WithPort(names.DefaultBrokerPort).
+				WithTargetPort(intstr.FromInt32(names.DefaultBrokerPort))))
 }
 
-// Services returns the Job render.ServicesName(mc) that runs spec.services, or nil when there
+// Services returns the Job names.ServicesName(mc) that runs spec.services, or nil when there
 // are none. Its single pod has the hostname '<name>-services' and the MiniCluster's selector
 // labels, so it is reachable through the headless Service like the brokers. spec.pod applies
 // to it as to every pod of the MiniCluster, except the broker affinity rules; it runs as long
@@ -55,7 +55,7 @@ func Services(mc *fluxv1alpha2.MiniCluster) (*batchv1ac.JobApplyConfiguration, e
 	if len(spec.Services) == 0 {
 		return nil, nil
 	}
-	name := render.ServicesName(mc)
+	name := names.ServicesName(mc)
 	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
 		return nil, fmt.Errorf("metadata.name: the services pod's hostname %q is not a DNS label: %v", name, errs)
 	}
@@ -83,7 +83,7 @@ func Services(mc *fluxv1alpha2.MiniCluster) (*batchv1ac.JobApplyConfiguration, e
 	}
 	if entrypoints {
 		podSpec.WithVolumes(corev1ac.Volume().WithName(VolumeEntrypoint).WithConfigMap(corev1ac.ConfigMapVolumeSource().
-			WithName(render.EntrypointConfigMapName(mc)).
+			WithName(names.EntrypointConfigMapName(mc)).
 			WithDefaultMode(entrypointMode)))
 	}
 	podSpec.WithVolumes(vols...)
@@ -104,6 +104,6 @@ func Services(mc *fluxv1alpha2.MiniCluster) (*batchv1ac.JobApplyConfiguration, e
 		jobSpec.WithActiveDeadlineSeconds(spec.DeadlineSeconds)
 	}
 	return batchv1ac.Job(name, mc.Namespace).
-		WithLabels(render.SelectorLabels(mc)).
+		WithLabels(names.SelectorLabels(mc)).
 		WithSpec(jobSpec), nil
 }

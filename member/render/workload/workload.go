@@ -36,7 +36,7 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
-	"github.com/fluxfed/fluxfed/member/render"
+	"github.com/fluxfed/fluxfed/member/render/names"
 	"github.com/fluxfed/fluxfed/member/render/scripts"
 )
 
@@ -144,8 +144,8 @@ func Job(mc *fluxv1alpha2.MiniCluster, in Inputs) (*batchv1ac.JobApplyConfigurat
 		jobSpec.WithActiveDeadlineSeconds(spec.DeadlineSeconds)
 	}
 
-	job := batchv1ac.Job(render.JobName(mc), mc.Namespace).
-		WithLabels(merge(spec.JobLabels, render.SelectorLabels(mc))).
+	job := batchv1ac.Job(names.JobName(mc), mc.Namespace).
+		WithLabels(merge(spec.JobLabels, names.SelectorLabels(mc))).
 		WithSpec(jobSpec)
 	if len(in.JobAnnotations) > 0 {
 		job.WithAnnotations(in.JobAnnotations)
@@ -172,7 +172,7 @@ func backoffLimit(mc *fluxv1alpha2.MiniCluster) int32 {
 // podLabels are the labels of every pod of the MiniCluster: spec.pod.labels, and the selector
 // labels, which the user cannot override because the Services and status.selector rely on them.
 func podLabels(mc *fluxv1alpha2.MiniCluster) map[string]string {
-	return merge(mc.Spec.Pod.Labels, render.SelectorLabels(mc))
+	return merge(mc.Spec.Pod.Labels, names.SelectorLabels(mc))
 }
 
 // merge returns the union of the maps, later ones winning.
@@ -224,13 +224,13 @@ func brokerPodSpec(mc *fluxv1alpha2.MiniCluster) (*corev1ac.PodSpecApplyConfigur
 	podSpec.WithVolumes(
 		corev1ac.Volume().WithName(VolumeView).WithEmptyDir(corev1ac.EmptyDirVolumeSource()),
 		corev1ac.Volume().WithName(VolumeConfig).WithConfigMap(corev1ac.ConfigMapVolumeSource().
-			WithName(render.ConfigMapName(mc))),
+			WithName(names.ConfigMapName(mc))),
 		corev1ac.Volume().WithName(VolumeCurve).WithSecret(corev1ac.SecretVolumeSource().
-			WithSecretName(render.CurveSecretName(mc)).
+			WithSecretName(names.CurveSecretName(mc)).
 			WithDefaultMode(curveMode).
-			WithItems(corev1ac.KeyToPath().WithKey(render.KeyCurveCert).WithPath(render.KeyCurveCert))),
+			WithItems(corev1ac.KeyToPath().WithKey(names.KeyCurveCert).WithPath(names.KeyCurveCert))),
 		corev1ac.Volume().WithName(VolumeEntrypoint).WithConfigMap(corev1ac.ConfigMapVolumeSource().
-			WithName(render.EntrypointConfigMapName(mc)).
+			WithName(names.EntrypointConfigMapName(mc)).
 			WithDefaultMode(entrypointMode)),
 	)
 	if spec.Flux.MungeSecret != "" {
@@ -314,7 +314,7 @@ func podOptions(mc *fluxv1alpha2.MiniCluster, podSpec *corev1ac.PodSpecApplyConf
 // cluster of one node, say) still starts, with several brokers on a node. They select only
 // this MiniCluster's broker pods (not its services pod).
 func brokerAffinity(mc *fluxv1alpha2.MiniCluster) *corev1ac.AffinityApplyConfiguration {
-	selector := merge(render.SelectorLabels(mc), map[string]string{labelJobName: render.JobName(mc)})
+	selector := merge(names.SelectorLabels(mc), map[string]string{labelJobName: names.JobName(mc)})
 	term := func(topologyKey string) *corev1ac.WeightedPodAffinityTermApplyConfiguration {
 		return corev1ac.WeightedPodAffinityTerm().
 			WithWeight(100).

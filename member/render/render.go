@@ -1,4 +1,9 @@
-package member
+// Package render turns a MiniCluster into the objects and files that make it a Flux instance.
+// Everything here is pure: same MiniCluster in, same output out, with no client, clock, logger
+// or randomness (entropy for a new CURVE keypair is passed in). The reconciler applies what
+// Render returns; `fluxfed plan` writes the same files to disk. The names the renderers, the
+// reconciler and the hub share are in the leaf package names.
+package render
 
 import (
 	"fmt"
@@ -8,7 +13,6 @@ import (
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/bursting"
-	"github.com/fluxfed/fluxfed/member/render"
 	"github.com/fluxfed/fluxfed/member/render/brokerconf"
 	"github.com/fluxfed/fluxfed/member/render/scripts"
 	"github.com/fluxfed/fluxfed/member/render/workload"
@@ -70,8 +74,8 @@ func Render(mc *fluxv1alpha2.MiniCluster) (*Rendered, error) {
 	}
 
 	objects := []Object{
-		{Kind: configMapKind, Apply: render.FluxConfigMap(mc, toml, layout.Hostlist)},
-		{Kind: configMapKind, Apply: render.EntrypointConfigMap(mc, entrypoints)},
+		{Kind: configMapKind, Apply: FluxConfigMap(mc, toml, layout.Hostlist)},
+		{Kind: configMapKind, Apply: EntrypointConfigMap(mc, entrypoints)},
 		{Kind: serviceKind, Apply: workload.HeadlessService(mc)},
 	}
 	if services != nil {

@@ -1,11 +1,7 @@
-// Package render turns a MiniCluster into the objects and files that make it a Flux instance.
-// Everything here is pure: same MiniCluster in, same output out, with no client, clock, logger
-// or randomness (entropy for a new CURVE keypair is passed in). The reconciler applies what these
-// builders return; `fluxfed plan` writes the same files to disk.
-//
-// This file fixes the names, keys, paths and labels that the builders, the reconciler and the
-// hub share, so each can be written and tested on its own.
-package render
+// Package names fixes the names, keys, paths and labels of a MiniCluster's objects that the
+// renderers, the reconciler, the hub and the tests share, so that each can be written and tested
+// on its own. It is a leaf: it imports only the API.
+package names
 
 import (
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
