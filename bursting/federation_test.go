@@ -15,8 +15,8 @@ import (
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/bursting"
 	"github.com/fluxfed/fluxfed/e2e/fluxcheck"
-	"github.com/fluxfed/fluxfed/member/render"
 	"github.com/fluxfed/fluxfed/member/admit"
+	"github.com/fluxfed/fluxfed/member/render"
 	"github.com/fluxfed/fluxfed/member/render/curve"
 )
 

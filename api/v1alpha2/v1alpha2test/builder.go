@@ -41,7 +41,10 @@ func (b *Builder) MaxSize(n int32) *Builder { b.mc.Spec.MaxSize = n; return b }
 func (b *Builder) MinSize(n int32) *Builder { b.mc.Spec.MinSize = n; return b }
 
 // Command sets the command of the Flux container.
-func (b *Builder) Command(command string) *Builder { b.mc.Spec.Containers[0].Command = command; return b }
+func (b *Builder) Command(command string) *Builder {
+	b.mc.Spec.Containers[0].Command = command
+	return b
+}
 
 // Image sets the image of the Flux container.
 func (b *Builder) Image(image string) *Builder { b.mc.Spec.Containers[0].Image = image; return b }
