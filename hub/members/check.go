@@ -122,8 +122,7 @@ func Check(data []byte) (*rest.Config, error) {
 	if err != nil {
 		return nil, &RefusedError{Subject: subjectKubeconfig, Reason: "is not usable", Err: err, Hint: hintFix}
 	}
-	// The same rules once more on what clientcmd built, so that Check can never accept what the
-	// provider's backstop refuses.
+	// The same rules once more on what clientcmd built: it fills in what the kubeconfig left out.
 	if err := CheckRESTConfig(cfg); err != nil {
 		return nil, err
 	}
@@ -254,10 +253,9 @@ func checkServer(subject, server string) error {
 }
 
 // CheckRESTConfig applies the same rules as Check to a rest.Config that clientcmd has already built
-// from a member kubeconfig. Its signature fits kubeconfig.Options.RESTOptions of
-// sigs.k8s.io/multicluster-runtime/providers/kubeconfig, where it is the backstop that keeps the
-// provider from building a client for a kubeconfig that Check refuses. The rest.Config no longer
-// carries names, so its errors speak of "the cluster" and "the user".
+// from a member kubeconfig: Check's second pass, so that Check never accepts what clientcmd turned
+// into something the rules refuse. The rest.Config no longer carries names, so its errors speak of
+// "the cluster" and "the user".
 func CheckRESTConfig(cfg *rest.Config) error {
 	if cfg == nil {
 		return &RefusedError{Subject: subjectKubeconfig, Reason: "gives no client configuration", Hint: hintFix}

@@ -1,5 +1,15 @@
-// Package members decides whether the hub may use a member cluster's kubeconfig, and limits the
-// client the hub builds from it.
+// Package members is the hub's member clusters: the MemberClusters of the hub, the kubeconfigs
+// it may use to reach them, and what it knows of each.
+//
+// The Registry is the multicluster-runtime provider of the hub's manager. For every MemberCluster
+// the Reconciler (the one writer of MemberCluster status) gives it the kubeconfig Secret's
+// content; the Registry checks it, connects, and checks the member every few seconds in the
+// background: the UID of its kube-system namespace (its cluster ID), its version and node count.
+// A member is engaged with the manager's controllers only once it answers and is the first
+// registration of its cluster; a member that stops answering turns NotReady after a few failed
+// checks and stays engaged (nothing is deleted because a member was unreachable); a member that
+// comes back starts a new epoch, so that what was pushed there is read again. Everything else in
+// the hub asks the Registry for a member's State and never waits on a member that is not Ready.
 //
 // The hub runs other people's kubeconfigs: whoever can write a member Secret chooses what the hub
 // executes, which of the hub's files it reads and sends, and how it talks to the member. A
@@ -27,30 +37,16 @@
 //     member's API server refuses what anonymous may not do.
 //
 // Only the current context, its cluster and its user are checked, because they are all that
-// clientcmd (and so the multicluster-runtime kubeconfig provider) ever uses; other entries are
-// never read. A kubeconfig without a current context is refused.
+// clientcmd ever uses; other entries are never read. A kubeconfig without a current context is refused.
 //
 // # Which check the hub uses
 //
-// [Check] works on the Secret's bytes and is the one that gives users a reason: the hub's member
-// reconciler calls it on every kubeconfig Secret, records a refusal as an event on the Secret and
-// as a condition on every MiniCluster that targets the member, and treats the member as absent.
+// [Check] works on the Secret's bytes and gives users a reason: the Registry runs it on every
+// kubeconfig before building anything from it, and a refusal becomes the MemberCluster's Ready
+// condition (KubeconfigRefused) and the Failed state of every burst on it. Nothing is ever built
+// from a kubeconfig Check refuses. [CheckRESTConfig] applies the same rules to what clientcmd
+// built, as a second pass inside Check.
 //
-// [CheckRESTConfig] is the backstop inside the multicluster-runtime kubeconfig provider, which
-// builds the member cluster on its own from the same Secret. It runs as the first entry of
-// kubeconfig.Options.RESTOptions, after clientcmd.RESTConfigFromKubeConfig and before the provider
-// builds any client. By then clientcmd has already opened the named certificate files to validate
-// them and read a tokenFile into the config; the backstop still stops the hub from ever sending
-// them or running a plugin, because no transport exists yet. That is why the hub must not rely on
-// it alone: the provider's log line for a file that does not exist tells whoever reads the hub's
-// logs whether that path exists on the hub.
-//
-// Whatever Check refuses, the provider refuses too (clientcmd fails, or the backstop refuses),
-// except two settings that clientcmd ignores: a context naming a user that is not defined
-// (clientcmd connects anonymously) and a client-key path without a client certificate (clientcmd
-// never reads it). Check is the gate: the hub pushes nothing to a member whose kubeconfig Check
-// refuses, whatever the provider did with it.
-//
-// [Limits] goes after the backstop in RESTOptions, so that every member client has explicit
-// client-side rate limits and a bounded connect time.
+// [Limits] then gives every member client explicit client-side rate limits and a bounded connect
+// time, and [AllowDial] restricts which networks the hub may dial at all.
 package members

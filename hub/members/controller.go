@@ -1,0 +1,284 @@
+package members
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+	mcbuilder "sigs.k8s.io/multicluster-runtime/pkg/builder"
+	mchandler "sigs.k8s.io/multicluster-runtime/pkg/handler"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+
+	fedv1alpha1 "github.com/fluxfed/fluxfed/api/fluxfed/v1alpha1"
+	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+)
+
+// DefaultKubeconfigKey is the Secret key of a member's kubeconfig when the MemberCluster names none.
+const DefaultKubeconfigKey = "kubeconfig"
+
+// What the MemberCluster reconciler needs on the hub (deploy/hub).
+// +kubebuilder:rbac:groups=fluxfed.io,resources=memberclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=fluxfed.io,resources=memberclusters/status,verbs=get;patch
+
+// Reconciler registers every MemberCluster with the registry and owns its status: the one place
+// where a member's health, identity and what the hub keeps there are written.
+type Reconciler struct {
+	client    client.Client
+	registry  *Registry
+	namespace string
+	recorder  events.EventRecorder
+
+	mu    sync.Mutex
+	queue workqueue.TypedRateLimitingInterface[mcreconcile.Request]
+}
+
+// Setup adds the MemberCluster reconciler to mgr. namespace is the hub namespace whose Secrets
+// hold the members' kubeconfigs. registry must be the provider mgr was built with.
+func Setup(mgr mcmanager.Manager, registry *Registry, namespace string) error {
+	local := mgr.GetLocalManager()
+	r := &Reconciler{
+		client:    local.GetClient(),
+		registry:  registry,
+		namespace: namespace,
+		recorder:  local.GetEventRecorder(fluxv1alpha2.FieldOwnerHub),
+	}
+	registry.local = r.client
+	registry.notifyOn(r.enqueue)
+	local0, local1 := mcbuilder.WithEngageWithLocalCluster(true), mcbuilder.WithEngageWithProviderClusters(false)
+	members0, members1 := mcbuilder.WithEngageWithLocalCluster(false), mcbuilder.WithEngageWithProviderClusters(true)
+	return mcbuilder.ControllerManagedBy(mgr).
+		Named("membercluster").
+		For(&fedv1alpha1.MemberCluster{}, local0, local1).
+		Watches(&corev1.Secret{}, func(multicluster.ClusterName, cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
+			return handler.TypedEnqueueRequestsFromMapFunc(r.secretToMembers)
+		}, local0, local1).
+		// The children the hub keeps on a member are counted from its cache.
+		Watches(&fluxv1alpha2.MiniCluster{}, mchandler.TypedEventHandlerFunc[client.Object, mcreconcile.Request](
+			func(name multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
+				return handler.TypedEnqueueRequestsFromMapFunc(func(context.Context, client.Object) []mcreconcile.Request {
+					return []mcreconcile.Request{memberRequest(string(name))}
+				})
+			}), members0, members1).
+		WatchesRawSource(source.TypedFunc[mcreconcile.Request](func(_ context.Context, q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) error {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.queue = q
+			return nil
+		})).
+		WithOptions(controller.TypedOptions[mcreconcile.Request]{
+			SkipNameValidation: local.GetControllerOptions().SkipNameValidation,
+			CacheSyncTimeout:   registry.opts.SyncTimeout,
+		}).
+		Complete(r)
+}
+
+func memberRequest(name string) mcreconcile.Request {
+	return mcreconcile.Request{Request: reconcile.Request{NamespacedName: types.NamespacedName{Name: name}}}
+}
+
+// enqueue reconciles a member whose health or identity changed. It never blocks: the registry
+// calls it under its lock.
+func (r *Reconciler) enqueue(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.queue != nil {
+		r.queue.Add(memberRequest(name))
+	}
+}
+
+// secretToMembers maps a Secret of the members namespace to the MemberClusters that name it.
+func (r *Reconciler) secretToMembers(ctx context.Context, obj client.Object) []mcreconcile.Request {
+	if obj.GetNamespace() != r.namespace {
+		return nil
+	}
+	var list fedv1alpha1.MemberClusterList
+	if err := r.client.List(ctx, &list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the MemberClusters of a Secret", "secret", obj.GetName())
+		return nil
+	}
+	var out []mcreconcile.Request
+	for _, mc := range list.Items {
+		if mc.Spec.KubeconfigSecretRef.Name == obj.GetName() {
+			out = append(out, memberRequest(mc.Name))
+		}
+	}
+	return out
+}
+
+// Reconcile registers one MemberCluster with the registry and writes what the registry knows of
+// it. A Ready member is visited again every record interval, to record its heartbeat.
+func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (reconcile.Result, error) {
+	if req.ClusterName != mcmanager.LocalCluster {
+		return reconcile.Result{}, nil
+	}
+	mc := &fedv1alpha1.MemberCluster{}
+	if err := r.client.Get(ctx, req.NamespacedName, mc); err != nil || !mc.DeletionTimestamp.IsZero() {
+		if err == nil || apierrors.IsNotFound(err) {
+			r.registry.Remove(req.Name)
+		}
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	r.registry.Set(r.registration(ctx, mc))
+	snap, _ := r.registry.Snapshot(mc.Name)
+	st := ComputeStatus(mc, snap, r.children(ctx, snap), metav1.NewTime(r.registry.opts.Clock()), r.registry.opts.RecordInterval)
+	if err := r.writeStatus(ctx, mc, st); err != nil {
+		return reconcile.Result{}, err
+	}
+	if snap.Phase == PhaseReady {
+		return reconcile.Result{RequeueAfter: r.registry.opts.RecordInterval}, nil
+	}
+	return reconcile.Result{}, nil
+}
+
+// registration reads a MemberCluster's kubeconfig.
+func (r *Reconciler) registration(ctx context.Context, mc *fedv1alpha1.MemberCluster) Registration {
+	reg := Registration{Name: mc.Name, Created: mc.CreationTimestamp, RecordedID: mc.Status.ClusterID}
+	if c := meta.FindStatusCondition(mc.Status.Conditions, fedv1alpha1.ConditionReady); c != nil {
+		reg.RecordedDuplicate = c.Reason == fedv1alpha1.ReasonDuplicateCluster
+	}
+	ref := mc.Spec.KubeconfigSecretRef
+	key := ref.Key
+	if key == "" {
+		key = DefaultKubeconfigKey
+	}
+	secret := &corev1.Secret{}
+	notFound := func(msg string) Registration {
+		reg.Refusal = &State{Phase: PhaseNotReady, Reason: fedv1alpha1.ReasonKubeconfigNotFound, Message: msg}
+		return reg
+	}
+	switch err := r.client.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: ref.Name}, secret); {
+	case apierrors.IsNotFound(err):
+		return notFound(fmt.Sprintf("Secret %s/%s does not exist", r.namespace, ref.Name))
+	case err != nil:
+		return notFound(fmt.Sprintf("reading Secret %s/%s: %v", r.namespace, ref.Name, err))
+	case len(secret.Data[key]) == 0:
+		return notFound(fmt.Sprintf("Secret %s/%s has no key %q with a kubeconfig", r.namespace, ref.Name, key))
+	}
+	reg.Kubeconfig = secret.Data[key]
+	return reg
+}
+
+// children counts the child MiniClusters in an engaged member's cache, which holds only this
+// hub's; nil when the member is not engaged.
+func (r *Reconciler) children(ctx context.Context, snap Snapshot) *int32 {
+	if snap.Cluster == nil {
+		return nil
+	}
+	var list fluxv1alpha2.MiniClusterList
+	if err := snap.Cluster.GetCache().List(ctx, &list); err != nil {
+		return nil
+	}
+	n := int32(len(list.Items))
+	return &n
+}
+
+// ComputeStatus returns the status of mc from what the registry knows of it. What is not known
+// now (the version of a member that does not answer) keeps its last value. The heartbeat is
+// recorded when the member last answered, but only every record interval while nothing else
+// changes, so that a healthy member costs one status write a minute.
+func ComputeStatus(mc *fedv1alpha1.MemberCluster, snap Snapshot, children *int32, now metav1.Time, record time.Duration) fedv1alpha1.MemberClusterStatus {
+	st := *mc.Status.DeepCopy()
+	st.ObservedGeneration = mc.Generation
+	if snap.ClusterID != "" {
+		st.ClusterID = snap.ClusterID
+	}
+	if snap.Version != "" {
+		st.KubernetesVersion = snap.Version
+	}
+	if snap.Nodes != nil {
+		st.Nodes = snap.Nodes
+	}
+	if children != nil {
+		st.Children = *children
+	}
+	cond := metav1.Condition{Type: fedv1alpha1.ConditionReady, ObservedGeneration: mc.Generation, LastTransitionTime: now,
+		Reason: snap.Reason, Message: snap.Message}
+	switch snap.Phase {
+	case PhaseReady:
+		cond.Status = metav1.ConditionTrue
+	case PhaseNotReady:
+		cond.Status = metav1.ConditionFalse
+	default:
+		cond.Status = metav1.ConditionUnknown
+		if cond.Reason == "" {
+			cond.Reason, cond.Message = fedv1alpha1.ReasonConnecting, "the hub has not checked the member yet"
+		}
+	}
+	old := meta.FindStatusCondition(st.Conditions, fedv1alpha1.ConditionReady)
+	moved := old == nil || old.Status != cond.Status || old.Reason != cond.Reason
+	meta.SetStatusCondition(&st.Conditions, cond)
+	if !snap.LastSeen.IsZero() {
+		seen := metav1.NewTime(snap.LastSeen.Truncate(time.Second))
+		if st.LastHeartbeatTime == nil || moved || seen.Sub(st.LastHeartbeatTime.Time) >= record {
+			st.LastHeartbeatTime = &seen
+		}
+	}
+	return st
+}
+
+// writeStatus writes st with server-side apply under the hub's field owner when it differs from
+// what is stored, then records an event if the Ready condition moved.
+func (r *Reconciler) writeStatus(ctx context.Context, mc *fedv1alpha1.MemberCluster, st fedv1alpha1.MemberClusterStatus) error {
+	if equality.Semantic.DeepEqual(mc.Status, st) {
+		return nil
+	}
+	patch := &fedv1alpha1.MemberCluster{
+		TypeMeta:   metav1.TypeMeta{APIVersion: fedv1alpha1.GroupVersion.String(), Kind: "MemberCluster"},
+		ObjectMeta: metav1.ObjectMeta{Name: mc.Name},
+		Status:     st,
+	}
+	u, err := toApply(patch)
+	if err != nil {
+		return err
+	}
+	if err := r.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+		client.FieldOwner(fluxv1alpha2.FieldOwnerHub), client.ForceOwnership); err != nil {
+		return fmt.Errorf("writing the status of MemberCluster %s: %w", mc.Name, err)
+	}
+	before := meta.FindStatusCondition(mc.Status.Conditions, fedv1alpha1.ConditionReady)
+	after := meta.FindStatusCondition(st.Conditions, fedv1alpha1.ConditionReady)
+	if before == nil && after.Status == metav1.ConditionUnknown {
+		return nil
+	}
+	if before == nil || before.Status != after.Status || before.Reason != after.Reason {
+		eventType := corev1.EventTypeNormal
+		if after.Status == metav1.ConditionFalse {
+			eventType = corev1.EventTypeWarning
+		}
+		r.recorder.Eventf(mc, nil, eventType, after.Reason, "CheckMember", "Ready=%s: %s", after.Status, after.Message)
+	}
+	return nil
+}
+
+// toApply converts obj into a status apply request: status and identity only.
+func toApply(obj *fedv1alpha1.MemberCluster) (*unstructured.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the status of MemberCluster %s: %w", obj.Name, err)
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"status": m["status"]}}
+	u.SetAPIVersion(obj.APIVersion)
+	u.SetKind(obj.Kind)
+	u.SetName(obj.Name)
+	return u, nil
+}
