@@ -2,19 +2,19 @@ package hub
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"slices"
 	"sync"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -22,19 +22,24 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 	mcbuilder "sigs.k8s.io/multicluster-runtime/pkg/builder"
 	mchandler "sigs.k8s.io/multicluster-runtime/pkg/handler"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
-	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
 
+	fedv1alpha1 "github.com/fluxfed/fluxfed/api/fluxfed/v1alpha1"
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/bursting"
+	"github.com/fluxfed/fluxfed/hub/members"
+	"github.com/fluxfed/fluxfed/member/apply"
 )
 
-// Members lists the member clusters the hub is engaged with: the kubeconfig provider.
+// Members is what the hub asks of its members: the registry (members.Registry).
 type Members interface {
+	// State returns what the hub knows of a member now.
+	State(ctx context.Context, name string) members.State
+	// ListClusters returns the members the hub may push to now.
 	ListClusters() []multicluster.ClusterName
 }
 
@@ -53,8 +58,8 @@ type Members interface {
 // root and removes them when the root goes.
 type Reconciler struct {
 	opts     Options
-	mgr      mcmanager.Manager
 	client   client.Client
+	live     client.Reader
 	members  Members
 	recorder events.EventRecorder
 
@@ -62,12 +67,14 @@ type Reconciler struct {
 	probes sync.Map
 	// namespaces remembers the member namespaces known to exist, per engaged cluster.
 	namespaces sync.Map
+	// synced remembers, per root UID and member, the member's epoch when everything was last
+	// pushed there: after the member was out of sight, the next push reads it live.
+	synced sync.Map
 }
 
-// Setup adds the hub to mgr: the root reconciler, the check of member kubeconfigs and the
-// orphan sweep. members is the provider mgr was built with (see NewProvider). The local
-// manager's cache must hold the Secrets of opts.MembersNamespace (LocalSecretCache).
-func Setup(mgr mcmanager.Manager, members Members, opts Options) (*Reconciler, error) {
+// Setup adds the hub to mgr: the root reconciler and the orphan sweep. registry is the provider
+// mgr was built with; members.Setup runs the MemberCluster reconciler that keeps it.
+func Setup(mgr mcmanager.Manager, registry Members, opts Options) (*Reconciler, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
@@ -75,50 +82,107 @@ func Setup(mgr mcmanager.Manager, members Members, opts Options) (*Reconciler, e
 	local := mgr.GetLocalManager()
 	r := &Reconciler{
 		opts:     opts,
-		mgr:      mgr,
 		client:   local.GetClient(),
-		members:  members,
+		live:     local.GetAPIReader(),
+		members:  registry,
 		recorder: local.GetEventRecorder(fluxv1alpha2.FieldOwnerHub),
-	}
-
-	engagements := &engagements{events: make(chan event.TypedGenericEvent[multicluster.ClusterName], 64)}
-	if err := mgr.Add(engagements); err != nil {
-		return nil, err
 	}
 	if err := local.Add(&sweeper{r: r}); err != nil {
 		return nil, err
 	}
-	if err := setupKubeconfigCheck(local, opts.MembersNamespace); err != nil {
-		return nil, err
-	}
 
-	localOnly := []mcbuilder.EngageOptions{mcbuilder.WithEngageWithLocalCluster(true), mcbuilder.WithEngageWithProviderClusters(false)}
-	membersOnly := []mcbuilder.EngageOptions{mcbuilder.WithEngageWithLocalCluster(false), mcbuilder.WithEngageWithProviderClusters(true)}
+	// Every watch says which clusters it engages: the hub's own (roots, their lead broker
+	// Service, pod and CURVE Secret, the MemberClusters) or the members' (children, their Secrets).
+	onHub := []mcbuilder.EngageOptions{mcbuilder.WithEngageWithLocalCluster(true), mcbuilder.WithEngageWithProviderClusters(false)}
+	onMembers := []mcbuilder.EngageOptions{mcbuilder.WithEngageWithLocalCluster(false), mcbuilder.WithEngageWithProviderClusters(true)}
 	return r, mcbuilder.ControllerManagedBy(mgr).
 		Named("hub").
-		For(&fluxv1alpha2.MiniCluster{}, localOnly[0], localOnly[1], mcbuilder.WithPredicates(predicate.NewPredicateFuncs(isRootOfHub))).
-		Owns(&corev1.Service{}, localOnly[0], localOnly[1]).
-		Watches(&corev1.Pod{}, toLocal(r.leadPodToRoot), localOnly[0], localOnly[1]).
-		Watches(&corev1.Secret{}, toLocal(r.secretToRoots), localOnly[0], localOnly[1]).
-		Watches(&fluxv1alpha2.MiniCluster{}, toLocal(r.childToRoot), membersOnly[0], membersOnly[1]).
-		WatchesRawSource(source.TypedChannel(engagements.events, handler.TypedEnqueueRequestsFromMapFunc(
-			func(ctx context.Context, name multicluster.ClusterName) []mcreconcile.Request {
-				return r.rootsOf(ctx, string(name))
-			}))).
+		For(&fluxv1alpha2.MiniCluster{}, onHub[0], onHub[1], mcbuilder.WithPredicates(predicate.NewPredicateFuncs(isRootOfHub))).
+		Owns(&corev1.Service{}, onHub[0], onHub[1]).
+		Watches(&corev1.Pod{}, toRoots(r.leadPodToRoot), onHub[0], onHub[1]).
+		Watches(&corev1.Secret{}, toRoots(r.curveSecretToRoot), onHub[0], onHub[1]).
+		Watches(&fedv1alpha1.MemberCluster{}, toRoots(r.memberToRoots), onHub[0], onHub[1],
+			mcbuilder.WithPredicates(predicate.Funcs{UpdateFunc: memberMoved})).
+		Watches(&fluxv1alpha2.MiniCluster{}, toRoots(r.pushedToRoot), onMembers[0], onMembers[1]).
+		Watches(&corev1.Secret{}, toRoots(r.pushedToRoot), onMembers[0], onMembers[1]).
 		WithOptions(controller.TypedOptions[mcreconcile.Request]{
 			MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 			SkipNameValidation:      local.GetControllerOptions().SkipNameValidation,
-			// Engaging a member waits for this controller's watch of it to sync; a member that
-			// does not answer fails its engagement after this long, and is retried, instead of
-			// holding up the provider.
-			CacheSyncTimeout: opts.MemberSyncTimeout,
+			// Engaging a member waits for this controller's watches of it to sync; a member that
+			// does not answer fails its engagement after this long, and is tried again.
+			CacheSyncTimeout: opts.Members.SyncTimeout,
 			RateLimiter:      workqueue.NewTypedItemExponentialFailureRateLimiter[mcreconcile.Request](opts.RetryBase, opts.RetryMax),
 		}).
 		Complete(r)
 }
 
+// Reconcile brings one root's federation to the state its spec describes and reports it.
+func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (reconcile.Result, error) {
+	if req.ClusterName != mcmanager.LocalCluster {
+		return reconcile.Result{}, nil
+	}
+	root := &fluxv1alpha2.MiniCluster{}
+	if err := r.client.Get(ctx, req.NamespacedName, root); err != nil || !isRootOfHub(root) {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	switch {
+	case !root.DeletionTimestamp.IsZero():
+		return r.finalize(ctx, root)
+	case !hasPushedBursts(root):
+		// Every burst that named a member was moved off the members: its children go, then
+		// the finalizer.
+		return r.unburst(ctx, root)
+	}
+	if err := r.ensureFinalizer(ctx, root); err != nil {
+		return reconcile.Result{}, err
+	}
+	return r.burst(ctx, root)
+}
+
+// burst runs one root through the phases: observe the lead broker and the members, push the
+// children (push.go), remove those of bursts gone from the spec (delete.go), report (status.go).
+// Events are sent once the status they describe is written.
+func (r *Reconciler) burst(ctx context.Context, root *fluxv1alpha2.MiniCluster) (reconcile.Result, error) {
+	if err := bursting.ValidateFederation(root); err != nil {
+		return reconcile.Result{}, r.refuse(ctx, root, err)
+	}
+	events := &eventQueue{}
+	svc, svcErr := r.exposeLeadBroker(ctx, root)
+	if svcErr != nil && !isRefusal(svcErr) {
+		return reconcile.Result{}, svcErr
+	}
+	fed, err := r.observe(ctx, root, svc, svcErr)
+	var invalid *invalidError
+	switch {
+	case errors.As(err, &invalid):
+		return reconcile.Result{}, r.refuse(ctx, root, invalid.error)
+	case err != nil:
+		return reconcile.Result{}, err
+	}
+	if fed.plan != nil {
+		r.push(ctx, root, fed, events)
+	}
+	removeErr := r.removeStale(ctx, root, fed, events)
+	if err := r.writeStatus(ctx, root, fed, events); err != nil {
+		return reconcile.Result{}, errors.Join(err, removeErr)
+	}
+	events.flush(r.recorder, root)
+	// A failing member is retried with backoff; the others are done.
+	if err := errors.Join(fed.err(), removeErr); err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: fed.requeue}, nil
+}
+
+// isRefusal reports whether err is a refusal to apply, which is reported, not retried as is.
+func isRefusal(err error) bool {
+	var refusal *apply.Refusal
+	return errors.As(err, &refusal)
+}
+
 // isRootOfHub tells the roots the hub reconciles: MiniClusters with a burst to push, and those
-// still carrying the hub's finalizer (their bursts were removed, or they are being deleted).
+// still carrying the hub's finalizer (their bursts were moved off the members, or they are being
+// deleted).
 func isRootOfHub(obj client.Object) bool {
 	mc, ok := obj.(*fluxv1alpha2.MiniCluster)
 	return ok && (hasPushedBursts(mc) || slices.Contains(mc.Finalizers, fluxv1alpha2.FinalizerBursts))
@@ -129,9 +193,9 @@ func hasPushedBursts(mc *fluxv1alpha2.MiniCluster) bool {
 	return !mc.IsBurstChild() && slices.ContainsFunc(mc.Spec.Flux.Bursting.Clusters, func(b fluxv1alpha2.Burst) bool { return b.Cluster != "" })
 }
 
-// toLocal turns a map function into a handler whose requests are for roots on the hub,
+// toRoots turns a map function into a handler whose requests are for roots on the hub,
 // whichever cluster the event came from.
-func toLocal(fn func(context.Context, client.Object) []mcreconcile.Request) mchandler.TypedEventHandlerFunc[client.Object, mcreconcile.Request] {
+func toRoots(fn func(context.Context, client.Object) []mcreconcile.Request) mchandler.TypedEventHandlerFunc[client.Object, mcreconcile.Request] {
 	return func(multicluster.ClusterName, cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
 		return handler.TypedEnqueueRequestsFromMapFunc(fn)
 	}
@@ -151,25 +215,41 @@ func (r *Reconciler) leadPodToRoot(_ context.Context, obj client.Object) []mcrec
 	return []mcreconcile.Request{rootRequest(obj.GetNamespace(), name)}
 }
 
-// secretToRoots maps a member's kubeconfig Secret to the roots that burst onto the member, and
-// a root's CURVE Secret to the root: the children wait for it.
-func (r *Reconciler) secretToRoots(ctx context.Context, obj client.Object) []mcreconcile.Request {
-	if name := obj.GetLabels()[fluxv1alpha2.LabelMiniCluster]; name != "" {
+// curveSecretToRoot maps a root's CURVE Secret to the root: the children wait for it.
+func (r *Reconciler) curveSecretToRoot(_ context.Context, obj client.Object) []mcreconcile.Request {
+	if name := obj.GetLabels()[fluxv1alpha2.LabelMiniCluster]; name != "" && obj.GetNamespace() != r.opts.MembersNamespace {
 		return []mcreconcile.Request{rootRequest(obj.GetNamespace(), name)}
 	}
-	if obj.GetNamespace() != r.opts.MembersNamespace || obj.GetLabels()[kubeconfig.DefaultKubeconfigSecretLabel] != "true" {
+	return nil
+}
+
+// pushedToRoot maps a child or a child's Secret on a member to its root, when this hub pushed
+// it: a change or a deletion there is put right.
+func (r *Reconciler) pushedToRoot(_ context.Context, obj client.Object) []mcreconcile.Request {
+	origin, ok := fluxv1alpha2.OriginOf(obj)
+	if !ok || origin.Hub != r.opts.Name {
 		return nil
 	}
+	return []mcreconcile.Request{rootRequest(origin.Namespace, origin.Name)}
+}
+
+// memberToRoots maps a MemberCluster to the roots that burst onto it.
+func (r *Reconciler) memberToRoots(ctx context.Context, obj client.Object) []mcreconcile.Request {
 	return r.rootsOf(ctx, obj.GetName())
 }
 
-// childToRoot maps a child on a member to its root, when this hub pushed it.
-func (r *Reconciler) childToRoot(_ context.Context, obj client.Object) []mcreconcile.Request {
-	hub, namespace, name, _, ok := OriginOf(obj)
-	if !ok || hub != r.opts.Name {
-		return nil
+// memberMoved passes the updates of a MemberCluster that matter to its roots: its readiness,
+// its identity or its spec, not a recorded heartbeat.
+func memberMoved(e event.UpdateEvent) bool {
+	before, ok1 := e.ObjectOld.(*fedv1alpha1.MemberCluster)
+	after, ok2 := e.ObjectNew.(*fedv1alpha1.MemberCluster)
+	if !ok1 || !ok2 {
+		return true
 	}
-	return []mcreconcile.Request{rootRequest(namespace, name)}
+	b := meta.FindStatusCondition(before.Status.Conditions, fedv1alpha1.ConditionReady)
+	a := meta.FindStatusCondition(after.Status.Conditions, fedv1alpha1.ConditionReady)
+	return before.Generation != after.Generation || before.Status.ClusterID != after.Status.ClusterID ||
+		(a == nil) != (b == nil) || (a != nil && (a.Status != b.Status || a.Reason != b.Reason))
 }
 
 // rootsOf returns the roots that burst onto member, or that still carry the hub's finalizer
@@ -191,117 +271,47 @@ func (r *Reconciler) rootsOf(ctx context.Context, member string) []mcreconcile.R
 	return out
 }
 
-// Reconcile brings one root's federation to the state its spec describes and reports it.
-func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (reconcile.Result, error) {
-	if req.ClusterName != mcmanager.LocalCluster {
-		return reconcile.Result{}, nil
+// forEachMember runs fn for every member at once, each with its own MemberTimeout, and returns
+// the errors by member: a member that hangs delays the others by no more than its timeout.
+func (r *Reconciler) forEachMember(ctx context.Context, names []string, fn func(ctx context.Context, member string) error) map[string]error {
+	var mu sync.Mutex
+	errs := map[string]error{}
+	var wg sync.WaitGroup
+	for _, name := range names {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(ctx, r.opts.MemberTimeout)
+			defer cancel()
+			if err := fn(ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("member", name)), name); err != nil {
+				mu.Lock()
+				errs[name] = err
+				mu.Unlock()
+			}
+		})
 	}
-	root := &fluxv1alpha2.MiniCluster{}
-	if err := r.client.Get(ctx, req.NamespacedName, root); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
-	}
-	switch {
-	case !root.DeletionTimestamp.IsZero():
-		return r.finalize(ctx, root)
-	case !hasPushedBursts(root):
-		// Every burst that named a member was removed (or the root never had one, and a child
-		// of its name turned up on a member): its children go, then the finalizer.
-		return r.unburst(ctx, root)
-	}
-	if err := r.ensureFinalizer(ctx, root); err != nil {
-		return reconcile.Result{}, err
-	}
-	return r.burst(ctx, root)
-}
-
-// engagements tells the hub when a member is engaged or disengaged, so that the roots bursting
-// onto it are reconciled at once instead of at their next retry.
-type engagements struct {
-	events chan event.TypedGenericEvent[multicluster.ClusterName]
-	mu     sync.Mutex
-	stop   <-chan struct{}
-}
-
-func (e *engagements) Start(ctx context.Context) error {
-	e.mu.Lock()
-	e.stop = ctx.Done()
-	e.mu.Unlock()
-	<-ctx.Done()
-	return nil
-}
-
-// Engage is called by the manager for every member the provider engages; ctx ends when the
-// member is disengaged. It also starts the member cache's informer of Secrets (the watch of
-// children starts that of MiniClusters), so the first push to a member does not wait for it.
-func (e *engagements) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
-	if _, err := cl.GetCache().GetInformer(ctx, &corev1.Secret{}, cache.BlockUntilSynced(false)); err != nil {
-		return fmt.Errorf("watching the Secrets of member %s: %w", name, err)
-	}
-	e.mu.Lock()
-	stop := e.stop
-	e.mu.Unlock()
-	send := func() {
-		select {
-		case e.events <- event.TypedGenericEvent[multicluster.ClusterName]{Object: name}:
-		case <-stop:
-		}
-	}
-	go func() {
-		send()
-		<-ctx.Done()
-		send()
-	}()
-	return nil
-}
-
-// NeedLeaderElection is false: the notifications are harmless on a standby, whose controller
-// does not run.
-func (e *engagements) NeedLeaderElection() bool { return false }
-
-// ensureFinalizer adds the hub's finalizer to root with server-side apply: the hub owns that
-// entry of metadata.finalizers and nothing else.
-func (r *Reconciler) ensureFinalizer(ctx context.Context, root *fluxv1alpha2.MiniCluster) error {
-	if slices.Contains(root.Finalizers, fluxv1alpha2.FinalizerBursts) {
-		return nil
-	}
-	return r.applyFinalizer(ctx, root, []string{fluxv1alpha2.FinalizerBursts})
-}
-
-// releaseFinalizer removes the hub's finalizer: applying no finalizers as the hub's field owner
-// drops the one entry it owns.
-func (r *Reconciler) releaseFinalizer(ctx context.Context, root *fluxv1alpha2.MiniCluster) error {
-	if !slices.Contains(root.Finalizers, fluxv1alpha2.FinalizerBursts) {
-		return nil
-	}
-	return r.applyFinalizer(ctx, root, []string{})
-}
-
-func (r *Reconciler) applyFinalizer(ctx context.Context, root *fluxv1alpha2.MiniCluster, finalizers []string) error {
-	u := metaApplyObject(root)
-	u.SetFinalizers(finalizers)
-	u.SetUID(root.UID)
-	err := r.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(fluxv1alpha2.FieldOwnerHub), client.ForceOwnership)
-	// Releasing the finalizer of a root that is gone (or re-created: the UID does not match) is
-	// done already.
-	if apierrors.IsNotFound(err) || (apierrors.IsConflict(err) && len(finalizers) == 0) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("applying the finalizer %s: %w", fluxv1alpha2.FinalizerBursts, err)
-	}
-	return nil
-}
-
-// Member returns the engaged cluster of a member, or why there is none.
-func (r *Reconciler) Member(ctx context.Context, name string) (cluster.Cluster, error) {
-	cl, _, err := r.member(ctx, name)
-	return cl, err
-}
-
-// eventf records an event on root.
-func (r *Reconciler) eventf(root *fluxv1alpha2.MiniCluster, eventType, reason, action, format string, args ...any) {
-	r.recorder.Eventf(root, nil, eventType, reason, action, format, args...)
+	wg.Wait()
+	return errs
 }
 
 // now is the hub's clock as a metav1.Time.
 func (r *Reconciler) now() metav1.Time { return metav1.NewTime(r.opts.Clock()) }
+
+// sweeper runs the orphan sweep every SweepInterval.
+type sweeper struct{ r *Reconciler }
+
+func (s *sweeper) Start(ctx context.Context) error {
+	ticker := time.NewTicker(s.r.opts.SweepInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+			if _, err := s.r.Sweep(ctx); err != nil {
+				ctrl.LoggerFrom(ctx).Error(err, "Orphan sweep")
+			}
+		}
+	}
+}
+
+// NeedLeaderElection is true: only the leading hub deletes.
+func (s *sweeper) NeedLeaderElection() bool { return true }

@@ -1,8 +1,8 @@
 package hub_test
 
 // The hub against real API servers: one hub and members in one test process, each an envtest
-// API server; the members registered as kubeconfig Secrets written from their rest.Config. The
-// MiniCluster reconciler runs on every cluster, as `fluxfed manager` would.
+// API server; the members registered as MemberClusters whose kubeconfig Secrets are written from
+// their rest.Config. The MiniCluster reconciler runs on every cluster, as `fluxfed manager` would.
 
 import (
 	"context"
@@ -23,6 +23,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -35,11 +36,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
+	fedv1alpha1 "github.com/fluxfed/fluxfed/api/fluxfed/v1alpha1"
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/api/v1alpha2/v1alpha2test"
+	"github.com/fluxfed/fluxfed/e2e/netguard"
 	"github.com/fluxfed/fluxfed/e2e/testenv"
 	"github.com/fluxfed/fluxfed/hub"
+	"github.com/fluxfed/fluxfed/hub/members"
 	"github.com/fluxfed/fluxfed/member"
 )
 
@@ -56,7 +62,7 @@ type memberCluster struct {
 	name  string
 	env   *testenv.Env
 	proxy *proxy
-	// requests counts the hub's requests to this member.
+	// requests counts the hub's requests to this member, health checks aside.
 	requests atomic.Int64
 }
 
@@ -66,6 +72,9 @@ type federation struct {
 	hub      *testenv.Env
 	members  map[string]*memberCluster
 	reconc   *hub.Reconciler
+	mgr      mcmanager.Manager
+	stopHub  func()
+	opts     hub.Options
 	probes   *fakeProbe
 	hubCount *requestCount
 	deployed bool
@@ -148,20 +157,27 @@ func startFederationAs(t testing.TB, deployed bool, opts hub.Options, memberName
 	opts.Name = hubName
 	opts.MembersNamespace = membersNamespace
 	opts.Probe = f.probes.greet
+	// Anything the hub dials outside 127.0.0.0/8 is refused, and fails the test binary.
+	opts.Dial = (&netguard.Dialer{}).DialContext
 	setDefault(&opts.SweepInterval, time.Hour)
 	setDefault(&opts.RetryBase, 100*time.Millisecond)
 	setDefault(&opts.RetryMax, 2*time.Second)
-	setDefault(&opts.MemberTimeout, 5*time.Second)
-	setDefault(&opts.MemberConnectTimeout, 2*time.Second)
-	setDefault(&opts.MemberSyncTimeout, 5*time.Second)
-	opts.RESTOptions = append(opts.RESTOptions, func(cfg *rest.Config) error {
+	setDefault(&opts.MemberTimeout, 3*time.Second)
+	setDefault(&opts.Members.ConnectTimeout, 2*time.Second)
+	setDefault(&opts.Members.SyncTimeout, 5*time.Second)
+	setDefault(&opts.Members.HealthInterval, 250*time.Millisecond)
+	setDefault(&opts.Members.HealthTimeout, time.Second)
+	opts.Members.RESTOptions = append(opts.Members.RESTOptions, func(cfg *rest.Config) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		for _, m := range f.members {
 			if cfg.Host == m.proxy.url() {
 				cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 					return roundTripFunc(func(req *http.Request) (*http.Response, error) {
-						m.requests.Add(1)
+						// The health checks are the one cost of a member that does not change.
+						if req.UserAgent() != members.HealthUserAgent {
+							m.requests.Add(1)
+						}
 						return rt.RoundTrip(req)
 					})
 				})
@@ -169,36 +185,61 @@ func startFederationAs(t testing.TB, deployed bool, opts hub.Options, memberName
 		}
 		return nil
 	})
+	f.opts = opts
+	f.startHub(t)
+	for _, name := range memberNames {
+		f.waitMemberReady(t, name)
+	}
+	return f
+}
 
+// startHub runs the hub's manager (with the MiniCluster reconciler) until the test ends or
+// stopHub is called.
+func (f *federation) startHub(t testing.TB) {
+	t.Helper()
 	cfg := rest.CopyConfig(f.hub.Config)
 	cfg.Wrap(f.hubCount.wrap)
-	if deployed {
+	if f.deployed {
 		cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:fluxfed-system:fluxfed-manager"}
 	}
-	mgrCtx, cancel := context.WithCancel(ctx)
-	mgr, r, err := hub.NewManager(mgrCtx, cfg, manager.Options{
+	mgrCtx, cancel := context.WithCancel(context.Background())
+	mgr, r, err := hub.NewManager(cfg, manager.Options{
 		Scheme:                 f.hub.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Cache:                  cache.Options{ByObject: member.CacheByObject()},
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	}, opts)
+	}, f.opts)
 	require.NoError(t, err)
 	require.NoError(t, member.Setup(mgr.GetLocalManager(), member.Options{}))
-	f.reconc = r
+	f.reconc, f.mgr = r, mgr
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(mgrCtx) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-	})
-	for _, name := range memberNames {
-		require.Eventually(t, func() bool {
-			_, err := r.Member(ctx, name)
-			return err == nil
-		}, wait, tick, "member %s was never engaged", name)
+	var once sync.Once
+	f.stopHub = func() {
+		once.Do(func() {
+			cancel()
+			require.NoError(t, <-done)
+		})
 	}
-	return f
+	t.Cleanup(f.stopHub)
+}
+
+// waitMemberReady waits until the MemberCluster of name is Ready and the hub may push to it.
+func (f *federation) waitMemberReady(t testing.TB, name string) {
+	t.Helper()
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.True(c, meta.IsStatusConditionTrue(f.memberCluster(c, name).Status.Conditions, fedv1alpha1.ConditionReady))
+		_, err := f.mgr.GetCluster(context.Background(), multicluster.ClusterName(name))
+		require.NoError(c, err)
+	}, wait, tick, "member %s was never ready", name)
+}
+
+// memberCluster reads the MemberCluster of name.
+func (f *federation) memberCluster(t require.TestingT, name string) *fedv1alpha1.MemberCluster {
+	mc := &fedv1alpha1.MemberCluster{}
+	require.NoError(t, f.hub.Client.Get(context.Background(), client.ObjectKey{Name: name}, mc))
+	return mc
 }
 
 func setDefault[T comparable](v *T, def T) {
@@ -282,15 +323,23 @@ func (f *federation) register(t testing.TB, name string, cfg *rest.Config) {
 	f.registerKubeconfig(t, name, kc)
 }
 
+// registerKubeconfig writes the kubeconfig Secret of member name and its MemberCluster.
 func (f *federation) registerKubeconfig(t testing.TB, name string, kc []byte) {
 	t.Helper()
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: membersNamespace}}
-	_, err := ctrl.CreateOrUpdate(context.Background(), f.hub.Client, secret, func() error {
-		secret.Labels = map[string]string{kubeconfig.DefaultKubeconfigSecretLabel: "true"}
-		secret.Data = map[string][]byte{kubeconfig.DefaultKubeconfigSecretKey: kc}
+	ctx := context.Background()
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-kubeconfig", Namespace: membersNamespace}}
+	_, err := ctrl.CreateOrUpdate(ctx, f.hub.Client, secret, func() error {
+		secret.Data = map[string][]byte{members.DefaultKubeconfigKey: kc}
 		return nil
 	})
 	require.NoError(t, err)
+	mc := &fedv1alpha1.MemberCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       fedv1alpha1.MemberClusterSpec{KubeconfigSecretRef: fedv1alpha1.KubeconfigSecretRef{Name: secret.Name}},
+	}
+	if err := f.hub.Client.Create(ctx, mc); !apierrors.IsAlreadyExists(err) {
+		require.NoError(t, err)
+	}
 }
 
 // namespace creates a namespace on the hub (and nowhere else: the hub creates it on members).
@@ -303,21 +352,9 @@ func (f *federation) namespace(t testing.TB) string {
 
 // newRoot returns a root of size 2 (maxSize 4) exposed at 127.0.0.1, with the given bursts.
 func newRoot(ns, name string, bursts ...fluxv1alpha2.Burst) *fluxv1alpha2.MiniCluster {
-	return &fluxv1alpha2.MiniCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: fluxv1alpha2.MiniClusterSpec{
-			Size:    2,
-			MaxSize: 4,
-			Containers: []fluxv1alpha2.Container{{
-				Image:   "ghcr.io/converged-computing/metric-lammps:latest",
-				Command: "lmp -in in.reaxc.hns",
-			}},
-			Flux: fluxv1alpha2.FluxSpec{Bursting: fluxv1alpha2.Bursting{
-				Expose:   &fluxv1alpha2.Expose{Address: "127.0.0.1"},
-				Clusters: bursts,
-			}},
-		},
-	}
+	return v1alpha2test.MiniCluster(name).Namespace(ns).Size(2).MaxSize(4).
+		Image("ghcr.io/converged-computing/metric-lammps:latest").Command("lmp -in in.reaxc.hns").
+		Expose("127.0.0.1").Bursts(bursts...).Obj()
 }
 
 // burstOntoBoth creates, in a namespace of its own, a root that bursts burst-a (3 brokers) onto
@@ -465,7 +502,37 @@ func TestMain(m *testing.M) {
 	} else {
 		ctrl.SetLogger(logr.Discard())
 	}
-	os.Exit(m.Run())
+	netguard.Main(m)
+}
+
+// silentMember is an address that accepts TCP connections and never answers: a member whose API
+// server hangs.
+func silentMember(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	return "https://" + ln.Addr().String()
 }
 
 // edit changes the root's spec as a user would, retrying on conflicts with the controllers'

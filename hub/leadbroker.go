@@ -1,7 +1,6 @@
-// Package hub is the bursting federation: on a hub cluster it exposes a root MiniCluster's lead
-// broker, pushes child MiniClusters to member clusters and reports their state. This file holds
-// the pure part of exposing the lead broker.
 package hub
+
+// This file holds the pure part of exposing the lead broker.
 
 import (
 	"fmt"

@@ -1,7 +1,6 @@
 package hub
 
 import (
-	"context"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,22 +9,31 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+
+	"github.com/fluxfed/fluxfed/hub/members"
 )
 
 // NewManager returns a multicluster manager for a hub, with the hub set up on it: the local
 // manager is built from cfg and local, its cache widened to what the hub reads (the Secrets of
-// the members namespace, the addresses of Nodes), and the members come from the kubeconfig
-// provider. The caller adds the local reconcilers (the MiniCluster reconciler) to
+// the members namespace, the addresses of Nodes), and the members are the hub's MemberClusters
+// (members.Registry). The caller adds the local reconcilers (the MiniCluster reconciler) to
 // GetLocalManager() and starts it.
-func NewManager(ctx context.Context, cfg *rest.Config, local manager.Options, opts Options) (mcmanager.Manager, *Reconciler, error) {
+func NewManager(cfg *rest.Config, local manager.Options, opts Options) (mcmanager.Manager, *Reconciler, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return nil, nil, err
 	}
-	provider, err := NewProvider(local.Scheme, opts)
+	memberOpts := opts.Members
+	syncTimeout := memberOpts.SyncTimeout
+	if syncTimeout == 0 {
+		syncTimeout = members.DefaultSyncTimeout
+	}
+	memberOpts.ClusterOptions = append(memberOpts.ClusterOptions, memberClusterOptions(local.Scheme, opts.Name, syncTimeout))
+	registry, err := members.NewRegistry(memberOpts)
 	if err != nil {
 		return nil, nil, err
 	}
+
 	byObject := map[client.Object]cache.ByObject{}
 	var secrets cache.ByObject
 	for obj, c := range local.Cache.ByObject {
@@ -42,20 +50,15 @@ func NewManager(ctx context.Context, cfg *rest.Config, local manager.Options, op
 		byObject[&corev1.Pod{}] = cache.ByObject{Label: secrets.Label}
 	}
 	local.Cache.ByObject = byObject
-	// The kubeconfig provider engages members one reconcile at a time, each bounded by the
-	// member sync timeout; several at once keep one silent member from delaying the others.
-	if local.Controller.MaxConcurrentReconciles == 0 {
-		local.Controller.MaxConcurrentReconciles = 4
-	}
 
-	mgr, err := mcmanager.New(cfg, provider, local)
+	mgr, err := mcmanager.New(cfg, registry, local)
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating the hub manager: %w", err)
 	}
-	if err := provider.SetupWithManager(ctx, mgr); err != nil {
-		return nil, nil, fmt.Errorf("setting up the member provider: %w", err)
+	if err := members.Setup(mgr, registry, opts.MembersNamespace); err != nil {
+		return nil, nil, fmt.Errorf("setting up the members: %w", err)
 	}
-	r, err := Setup(mgr, provider, opts)
+	r, err := Setup(mgr, registry, opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("setting up the hub: %w", err)
 	}

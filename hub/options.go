@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
-	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/hub/members"
@@ -23,19 +22,15 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultMembersNamespace     = "fluxfed-system"
-	DefaultMemberQPS            = 20
-	DefaultMemberBurst          = 40
-	DefaultMemberConnectTimeout = 10 * time.Second
-	DefaultMemberSyncTimeout    = 30 * time.Second
-	DefaultMemberTimeout        = 30 * time.Second
-	DefaultProbeTimeout         = 3 * time.Second
-	DefaultProbeInterval        = 30 * time.Second
-	DefaultCleanupTimeout       = 2 * time.Minute
-	DefaultSweepInterval        = 5 * time.Minute
-	DefaultConcurrency          = 8
-	DefaultRetryBase            = time.Second
-	DefaultRetryMax             = time.Minute
+	DefaultMembersNamespace = "fluxfed-system"
+	DefaultMemberTimeout    = 10 * time.Second
+	DefaultProbeTimeout     = 3 * time.Second
+	DefaultProbeInterval    = 30 * time.Second
+	DefaultCleanupTimeout   = 2 * time.Minute
+	DefaultSweepInterval    = 5 * time.Minute
+	DefaultConcurrency      = 8
+	DefaultRetryBase        = time.Second
+	DefaultRetryMax         = time.Minute
 )
 
 // Options configure the hub. The zero value of every field but Name means its default.
@@ -44,17 +39,12 @@ type Options struct {
 	// object the hub creates there, so that hubs sharing a member never touch each other's
 	// objects. It must be a valid label value, and stable across restarts.
 	Name string
-	// MembersNamespace is the hub namespace where members are registered as kubeconfig Secrets.
+	// MembersNamespace is the hub namespace that holds the members' kubeconfig Secrets.
 	MembersNamespace string
-	// MemberQPS and MemberBurst limit each member client.
-	MemberQPS   float32
-	MemberBurst int
-	// MemberConnectTimeout bounds establishing a connection to a member.
-	MemberConnectTimeout time.Duration
-	// MemberSyncTimeout bounds the wait for a new member's cache to fill: a member that does
-	// not answer is retried later instead of holding up the others.
-	MemberSyncTimeout time.Duration
-	// MemberTimeout bounds the requests of one reconcile to one member.
+	// Members configure how members are reached and health-checked.
+	Members members.Options
+	// MemberTimeout bounds the requests of one reconcile to one member: a member that stops
+	// answering delays the other bursts of a root by no more than this.
 	MemberTimeout time.Duration
 	// SkipNamespaces stops the hub from creating a child's namespace on a member; the namespace
 	// must then exist.
@@ -63,8 +53,11 @@ type Options struct {
 	// endpoint that did not answer is tried again.
 	ProbeTimeout  time.Duration
 	ProbeInterval time.Duration
-	// Probe greets the advertised lead broker endpoint; probe.Greet when nil.
+	// Probe greets the advertised lead broker endpoint; probe.GreetWith(Dial) when nil.
 	Probe func(ctx context.Context, address string, port int32) error
+	// Dial opens every connection the hub makes to what others name (members' API servers, the
+	// lead broker's endpoint); members.Options.Dial defaults to it. A net.Dialer when nil.
+	Dial members.Dialer
 	// CleanupTimeout bounds how long the deletion of a root waits for unreachable members
 	// before its finalizer is released and what is left is the orphan sweep's.
 	CleanupTimeout time.Duration
@@ -74,9 +67,6 @@ type Options struct {
 	MaxConcurrentReconciles int
 	// RetryBase and RetryMax bound the exponential backoff of a root whose members failed.
 	RetryBase, RetryMax time.Duration
-	// RESTOptions are applied to every member's rest.Config after the hub's own checks and
-	// limits (tests count requests with them).
-	RESTOptions []func(*rest.Config) error
 	// Clock is time.Now when nil.
 	Clock func() time.Time
 }
@@ -88,10 +78,6 @@ func (o Options) withDefaults() (Options, error) {
 		return o, errors.New("hub: Options.Name (the hub identity) is required")
 	}
 	setDefault(&o.MembersNamespace, DefaultMembersNamespace)
-	setDefault(&o.MemberQPS, DefaultMemberQPS)
-	setDefault(&o.MemberBurst, DefaultMemberBurst)
-	setDefault(&o.MemberConnectTimeout, DefaultMemberConnectTimeout)
-	setDefault(&o.MemberSyncTimeout, DefaultMemberSyncTimeout)
 	setDefault(&o.MemberTimeout, DefaultMemberTimeout)
 	setDefault(&o.ProbeTimeout, DefaultProbeTimeout)
 	setDefault(&o.ProbeInterval, DefaultProbeInterval)
@@ -101,13 +87,18 @@ func (o Options) withDefaults() (Options, error) {
 	setDefault(&o.RetryBase, DefaultRetryBase)
 	setDefault(&o.RetryMax, DefaultRetryMax)
 	if o.Probe == nil {
-		o.Probe = probe.Greet
+		o.Probe = probe.GreetWith(probe.Dialer(o.Dial))
+	}
+	if o.Members.Dial == nil {
+		o.Members.Dial = o.Dial
 	}
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
+	if o.Members.Clock == nil {
+		o.Members.Clock = o.Clock
+	}
 	for name, d := range map[string]time.Duration{
-		"member connect timeout": o.MemberConnectTimeout, "member sync timeout": o.MemberSyncTimeout,
 		"member timeout": o.MemberTimeout, "probe timeout": o.ProbeTimeout, "probe interval": o.ProbeInterval,
 		"cleanup timeout": o.CleanupTimeout, "sweep interval": o.SweepInterval,
 	} {
@@ -115,9 +106,8 @@ func (o Options) withDefaults() (Options, error) {
 			return o, fmt.Errorf("hub: the %s must be positive, got %v", name, d)
 		}
 	}
-	if o.MemberQPS < 0 || o.MemberBurst < 0 || o.MaxConcurrentReconciles < 0 {
-		return o, fmt.Errorf("hub: member QPS (%v), member burst (%d) and concurrency (%d) must be positive",
-			o.MemberQPS, o.MemberBurst, o.MaxConcurrentReconciles)
+	if o.MaxConcurrentReconciles < 0 {
+		return o, fmt.Errorf("hub: the concurrency must be positive, got %d", o.MaxConcurrentReconciles)
 	}
 	return o, nil
 }
@@ -129,52 +119,28 @@ func setDefault[T comparable](v *T, def T) {
 	}
 }
 
-// NewProvider returns the multicluster-runtime kubeconfig provider that engages the members
-// registered in opts.MembersNamespace. Every member's kubeconfig passes members.CheckRESTConfig
-// and gets the client limits of opts; its cache holds only the MiniClusters and Secrets that
-// carry this hub's origin label, and waits at most opts.MemberSyncTimeout to fill.
-func NewProvider(scheme *runtime.Scheme, opts Options) (*kubeconfig.Provider, error) {
-	opts, err := opts.withDefaults()
-	if err != nil {
-		return nil, err
-	}
-	restOptions := []func(*rest.Config) error{
-		members.CheckRESTConfig,
-		members.Limits(opts.MemberQPS, opts.MemberBurst, opts.MemberConnectTimeout),
-	}
-	restOptions = append(restOptions, opts.RESTOptions...)
-	return kubeconfig.New(kubeconfig.Options{
-		Namespace:             opts.MembersNamespace,
-		KubeconfigSecretLabel: kubeconfig.DefaultKubeconfigSecretLabel,
-		KubeconfigSecretKey:   kubeconfig.DefaultKubeconfigSecretKey,
-		RESTOptions:           restOptions,
-		ClusterOptions:        []cluster.Option{memberClusterOptions(scheme, opts)},
-	}), nil
-}
-
 // memberClusterOptions limits what the hub holds of a member: only objects labelled with this
 // hub's identity. The hub reads two kinds through the cache, MiniClusters and Secrets; the one
 // other kind it reads, Namespaces, is read live.
-func memberClusterOptions(scheme *runtime.Scheme, opts Options) cluster.Option {
+func memberClusterOptions(scheme *runtime.Scheme, hub string, syncTimeout time.Duration) cluster.Option {
 	return func(o *cluster.Options) {
 		o.Scheme = scheme
-		o.Cache.DefaultLabelSelector = labels.SelectorFromSet(labels.Set{fluxv1alpha2.LabelOriginHub: opts.Name})
+		o.Cache.DefaultLabelSelector = labels.SelectorFromSet(labels.Set{fluxv1alpha2.LabelOriginHub: hub})
 		o.Client.Cache = &client.CacheOptions{Unstructured: false, DisableFor: []client.Object{&corev1.Namespace{}}}
-		timeout := opts.MemberSyncTimeout
 		o.NewCache = func(config *rest.Config, cacheOpts cache.Options) (cache.Cache, error) {
 			c, err := cache.New(config, cacheOpts)
 			if err != nil {
 				return nil, err
 			}
-			return &boundedSync{Cache: c, timeout: timeout}, nil
+			return &boundedSync{Cache: c, timeout: syncTimeout}, nil
 		}
 	}
 }
 
 // boundedSync bounds the waits for a member's cache to fill: engaging a member waits for it
 // (WaitForCacheSync, and GetInformer as the watches start), so without a bound a member that
-// does not answer, or refuses to list, would hold the provider forever and keep a rotated
-// kubeconfig from ever being picked up. Past the bound, the engagement fails and is retried.
+// does not answer, or refuses to list, would hold its engagement forever. Past the bound the
+// engagement fails and is tried again at the member's next health check.
 type boundedSync struct {
 	cache.Cache
 	timeout time.Duration
@@ -194,7 +160,7 @@ func (b *boundedSync) GetInformer(ctx context.Context, obj client.Object, opts .
 
 // LocalSecretCache is the local cache's setting for Secrets on a hub: the member reconciler's
 // (Secrets labelled with a MiniCluster) everywhere, and every Secret of the members namespace,
-// where the kubeconfig provider and the hub read the members' kubeconfigs.
+// where the MemberClusters' kubeconfigs are.
 func LocalSecretCache(membersNamespace string, byMiniCluster cache.ByObject) cache.ByObject {
 	return cache.ByObject{Namespaces: map[string]cache.Config{
 		cache.AllNamespaces: {LabelSelector: byMiniCluster.Label},

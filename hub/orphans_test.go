@@ -32,57 +32,6 @@ func originObj(name, hub, namespace, rootName, uid string) metav1.Object {
 	return obj
 }
 
-func orphanRoot() *fluxv1alpha2.MiniCluster {
-	return &fluxv1alpha2.MiniCluster{ObjectMeta: metav1.ObjectMeta{Name: "flux-sample", Namespace: "hpc", UID: orphanRootUID}}
-}
-
-func TestOrphanOriginOf(t *testing.T) {
-	tests := []struct {
-		name   string
-		obj    metav1.Object
-		wantOK bool
-	}{
-		{name: "full origin", obj: originObj("c", orphanHub, "hpc", "flux-sample", string(orphanRootUID)), wantOK: true},
-		{name: "no hub label", obj: originObj("c", "", "hpc", "flux-sample", string(orphanRootUID))},
-		{name: "no namespace label", obj: originObj("c", orphanHub, "", "flux-sample", string(orphanRootUID))},
-		{name: "no name label", obj: originObj("c", orphanHub, "hpc", "", string(orphanRootUID))},
-		{name: "no UID annotation", obj: originObj("c", orphanHub, "hpc", "flux-sample", "")},
-		{name: "no labels at all", obj: &fluxv1alpha2.MiniCluster{}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			hub, ns, name, uid, ok := OriginOf(tt.obj)
-			require.Equal(t, tt.wantOK, ok)
-			if tt.wantOK {
-				require.Equal(t, []string{orphanHub, "hpc", "flux-sample", string(orphanRootUID)}, []string{hub, ns, name, uid})
-			}
-		})
-	}
-}
-
-func TestOrphanOwns(t *testing.T) {
-	uid := string(orphanRootUID)
-	tests := []struct {
-		name string
-		hub  string
-		obj  metav1.Object
-		want bool
-	}{
-		{name: "all four match", hub: orphanHub, obj: originObj("c", orphanHub, "hpc", "flux-sample", uid), want: true},
-		{name: "another hub", hub: orphanHub, obj: originObj("c", "hub-west", "hpc", "flux-sample", uid)},
-		{name: "another namespace", hub: orphanHub, obj: originObj("c", orphanHub, "other", "flux-sample", uid)},
-		{name: "another root name", hub: orphanHub, obj: originObj("c", orphanHub, "hpc", "other", uid)},
-		{name: "re-created root", hub: orphanHub, obj: originObj("c", orphanHub, "hpc", "flux-sample", "another-uid")},
-		{name: "missing UID annotation", hub: orphanHub, obj: originObj("c", orphanHub, "hpc", "flux-sample", "")},
-		{name: "empty hub identity proves nothing", hub: "", obj: originObj("c", "", "hpc", "flux-sample", uid)},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			require.Equal(t, tt.want, Owns(tt.hub, orphanRoot(), tt.obj))
-		})
-	}
-}
-
 func TestOrphans(t *testing.T) {
 	uid := string(orphanRootUID)
 	root := types.NamespacedName{Namespace: "hpc", Name: "flux-sample"}

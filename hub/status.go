@@ -1,13 +1,22 @@
 package hub
 
 import (
+	"context"
 	"fmt"
 	"strings"
+	"sync"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/hub/members"
 )
 
 // hubConditions are the condition types the hub owns on a root MiniCluster, in the order they
@@ -31,15 +40,20 @@ type BurstObservation struct {
 	// Reserved is true for an entry that names no cluster: the hub does not push it, someone
 	// else brings its brokers up (the Flux Operator's model).
 	Reserved bool
-	// Err is nil, or why the child could not be applied or read: the member is unknown or
-	// unreachable, its kubeconfig was refused, or its API server refused the child.
+	// Keep is true when nothing can be said of the burst yet: its member has not been checked
+	// since the hub started. The burst is reported as it was.
+	Keep bool
+	// Err is nil, or why the child could not be applied or read: the member is not registered,
+	// not ready, or refused the child.
 	Err error
-	// ErrReason is the condition reason for Err: fluxv1alpha2.ReasonMemberNotFound,
-	// ReasonMemberUnreachable, ReasonApplyFailed or ReasonKubeconfigRefused. Empty means
-	// ReasonApplyFailed.
+	// ErrReason is the condition reason for Err (fluxv1alpha2.ReasonMemberNotFound,
+	// ReasonMemberUnreachable, ReasonConflict, ...). Empty means ReasonApplyFailed.
 	ErrReason string
 	// Child is the child MiniCluster as read back from the member, nil when it is not there.
 	Child *fluxv1alpha2.MiniCluster
+
+	// member is the member's state this reconcile.
+	member members.State
 }
 
 // reason returns the condition reason of a failed observation.
@@ -50,93 +64,78 @@ func (o BurstObservation) reason() string {
 	return o.ErrReason
 }
 
-// ComputeFederationStatus returns status.bursts and the hub's conditions (Bursting, BurstsReady,
-// LeadBrokerReachable) of root, computed from scratch from what the hub observed this reconcile.
-// lead is the advertised lead broker endpoint (nil when unknown); leadReason and leadErr say why
-// it is, or is not, reachable. now stamps conditions whose status changes; the others keep the
-// LastTransitionTime they have in root.Status.Conditions.
+// FederationStatus is the part of a root's status the hub owns.
+type FederationStatus struct {
+	// Bursts is status.bursts.
+	Bursts []fluxv1alpha2.BurstStatus
+	// Conditions are Bursting, BurstsReady and LeadBrokerReachable.
+	Conditions []metav1.Condition
+	// Summary is status.burstSummary: "<ready>/<bursts>".
+	Summary string
+}
+
+// federationStatus is the hub's part of a status as computed; its zero value clears it.
+type federationStatus = FederationStatus
+
+// ComputeFederationStatus returns the hub's part of root's status, computed from scratch from
+// what the hub observed this reconcile. lead is the advertised lead broker endpoint (nil when
+// unknown); leadReason and leadErr say why it is, or is not, reachable. now stamps conditions
+// whose status changes; the others keep the LastTransitionTime they have in root's status.
 //
-// Reserved bursts are left out of status.bursts and of the conditions: the hub never creates
-// them, so they have no state on a member it could report, and a burst listed as Pending forever
-// would read as a stuck federation. When root has no burst that names a cluster, both results
-// are nil: a root without pushed bursts carries no federation conditions.
+// Reserved bursts are left out: the hub never creates them, so they have no state on a member
+// it could report, and a burst listed as Pending forever would read as a stuck federation. When
+// root has no burst that names a cluster, the result is empty: such a root carries no federation
+// status.
 //
-// A burst whose member is not registered is reported Unreachable, as BurstUnreachable documents;
-// any other error (kubeconfig refused, apply refused) is reported Failed.
+// A burst whose member has not been checked yet (Keep) keeps the status it had, and so do
+// Bursting and BurstsReady, which depend on every burst: the hub concludes nothing before its
+// first health check of a member, so a restarted hub never reports a burst Unreachable that is
+// not. A burst whose member is not registered, or does not answer, is reported Unreachable, as
+// BurstUnreachable documents; any other error (the member is not ready, a refusal) Failed.
 func ComputeFederationStatus(root *fluxv1alpha2.MiniCluster, bursts []BurstObservation, lead *fluxv1alpha2.LeadBrokerStatus,
-	leadReason string, leadErr error, now metav1.Time) ([]fluxv1alpha2.BurstStatus, []metav1.Condition) {
-	var statuses []fluxv1alpha2.BurstStatus
+	leadReason string, leadErr error, now metav1.Time) FederationStatus {
+	var st FederationStatus
 	var pushed []BurstObservation
+	keep := false
 	for _, o := range bursts {
 		if o.Reserved {
 			continue
 		}
 		pushed = append(pushed, o)
-		statuses = append(statuses, burstStatus(o))
+		if o.Keep {
+			keep = true
+			st.Bursts = append(st.Bursts, keptStatus(root, o))
+			continue
+		}
+		st.Bursts = append(st.Bursts, burstStatus(o))
 	}
 	if len(pushed) == 0 {
-		return nil, nil
+		return FederationStatus{}
 	}
+	ready := 0
+	for _, s := range st.Bursts {
+		if s.Phase == fluxv1alpha2.BurstReady {
+			ready++
+		}
+	}
+	st.Summary = fmt.Sprintf("%d/%d", ready, len(pushed))
 
 	// Keep the transition times of the conditions we own: SetStatusCondition only moves them
 	// when a condition's status changes.
-	var conditions []metav1.Condition
 	for _, t := range hubConditions {
 		if c := meta.FindStatusCondition(root.Status.Conditions, t); c != nil {
-			conditions = append(conditions, *c)
+			st.Conditions = append(st.Conditions, *c)
 		}
 	}
 	set := func(conditionType string, status metav1.ConditionStatus, reason, message string) {
-		meta.SetStatusCondition(&conditions, metav1.Condition{
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
 			Type: conditionType, Status: status, Reason: reason, Message: message,
 			ObservedGeneration: root.Generation, LastTransitionTime: now,
 		})
 	}
-
-	// Bursting: every pushed burst exists on its member. A child that exists but failed is
-	// applied; BurstsReady reports it.
-	var notApplied []string
-	bursting := fluxv1alpha2.ReasonBurstsPending
-	failing := false
-	for _, o := range pushed {
-		switch {
-		case o.Err != nil:
-			notApplied = append(notApplied, fmt.Sprintf("%s on %s: %v", o.Name, o.Cluster, o.Err))
-			if !failing {
-				failing, bursting = true, o.reason()
-			}
-		case o.Child == nil:
-			notApplied = append(notApplied, fmt.Sprintf("%s on %s: not applied yet", o.Name, o.Cluster))
-		}
-	}
-	if len(notApplied) == 0 {
-		set(fluxv1alpha2.ConditionBursting, metav1.ConditionTrue, fluxv1alpha2.ReasonBurstsApplied,
-			fmt.Sprintf("%d of %d bursts applied", len(pushed), len(pushed)))
-	} else {
-		set(fluxv1alpha2.ConditionBursting, metav1.ConditionFalse, bursting,
-			fmt.Sprintf("%d of %d bursts applied; %s", len(pushed)-len(notApplied), len(pushed), strings.Join(notApplied, "; ")))
-	}
-
-	// BurstsReady: every pushed burst reports all of its brokers ready. An unreachable member
-	// leaves readiness unknown, which the reason says.
-	var notReady []string
-	readyReason := fluxv1alpha2.ReasonBurstsNotReady
-	for i, s := range statuses {
-		if s.Phase == fluxv1alpha2.BurstReady {
-			continue
-		}
-		notReady = append(notReady, s.Name)
-		if pushed[i].Err != nil && pushed[i].reason() == fluxv1alpha2.ReasonMemberUnreachable {
-			readyReason = fluxv1alpha2.ReasonMemberUnreachable
-		}
-	}
-	ready := len(pushed) - len(notReady)
-	if len(notReady) == 0 {
-		set(fluxv1alpha2.ConditionBurstsReady, metav1.ConditionTrue, fluxv1alpha2.ReasonAllBurstsReady,
-			fmt.Sprintf("%d of %d bursts ready", ready, len(pushed)))
-	} else {
-		set(fluxv1alpha2.ConditionBurstsReady, metav1.ConditionFalse, readyReason,
-			fmt.Sprintf("%d of %d bursts ready; not ready: %s", ready, len(pushed), strings.Join(notReady, ", ")))
+	if !keep || meta.FindStatusCondition(root.Status.Conditions, fluxv1alpha2.ConditionBursting) == nil {
+		setBursting(set, pushed)
+		setBurstsReady(set, pushed, st.Bursts, ready)
 	}
 
 	if leadErr == nil {
@@ -154,7 +153,74 @@ func ComputeFederationStatus(root *fluxv1alpha2.MiniCluster, bursts []BurstObser
 		}
 		set(fluxv1alpha2.ConditionLeadBrokerReachable, metav1.ConditionFalse, leadReason, leadErr.Error())
 	}
-	return statuses, conditions
+	return st
+}
+
+type setCondition func(conditionType string, status metav1.ConditionStatus, reason, message string)
+
+// setBursting sets Bursting: every pushed burst exists on its member. A child that exists but
+// failed is applied; BurstsReady reports it. The message names every burst that is not applied,
+// with its member.
+func setBursting(set setCondition, pushed []BurstObservation) {
+	var notApplied []string
+	reason := fluxv1alpha2.ReasonBurstsPending
+	failing := false
+	for _, o := range pushed {
+		switch {
+		case o.Keep:
+			notApplied = append(notApplied, fmt.Sprintf("%s on %s: the hub has not checked the member yet", o.Name, o.Cluster))
+		case o.Err != nil:
+			notApplied = append(notApplied, fmt.Sprintf("%s on %s: %v", o.Name, o.Cluster, o.Err))
+			if !failing {
+				failing, reason = true, o.reason()
+			}
+		case o.Child == nil:
+			notApplied = append(notApplied, fmt.Sprintf("%s on %s: not applied yet", o.Name, o.Cluster))
+		}
+	}
+	if len(notApplied) == 0 {
+		set(fluxv1alpha2.ConditionBursting, metav1.ConditionTrue, fluxv1alpha2.ReasonBurstsApplied,
+			fmt.Sprintf("%d of %d bursts applied", len(pushed), len(pushed)))
+		return
+	}
+	set(fluxv1alpha2.ConditionBursting, metav1.ConditionFalse, reason,
+		fmt.Sprintf("%d of %d bursts applied; %s", len(pushed)-len(notApplied), len(pushed), strings.Join(notApplied, "; ")))
+}
+
+// setBurstsReady sets BurstsReady: every pushed burst reports all of its brokers ready. An
+// unreachable member leaves readiness unknown, which the reason says, naming the member.
+func setBurstsReady(set setCondition, pushed []BurstObservation, statuses []fluxv1alpha2.BurstStatus, ready int) {
+	var notReady []string
+	reason := fluxv1alpha2.ReasonBurstsNotReady
+	for i, s := range statuses {
+		if s.Phase == fluxv1alpha2.BurstReady {
+			continue
+		}
+		if pushed[i].Err != nil && pushed[i].reason() == fluxv1alpha2.ReasonMemberUnreachable {
+			reason = fluxv1alpha2.ReasonMemberUnreachable
+			notReady = append(notReady, fmt.Sprintf("%s (member %s is unreachable)", s.Name, s.Cluster))
+			continue
+		}
+		notReady = append(notReady, s.Name)
+	}
+	if len(notReady) == 0 {
+		set(fluxv1alpha2.ConditionBurstsReady, metav1.ConditionTrue, fluxv1alpha2.ReasonAllBurstsReady,
+			fmt.Sprintf("%d of %d bursts ready", ready, len(pushed)))
+		return
+	}
+	set(fluxv1alpha2.ConditionBurstsReady, metav1.ConditionFalse, reason,
+		fmt.Sprintf("%d of %d bursts ready; not ready: %s", ready, len(pushed), strings.Join(notReady, ", ")))
+}
+
+// keptStatus is the status a burst had, for a burst whose member has not been checked yet.
+func keptStatus(root *fluxv1alpha2.MiniCluster, o BurstObservation) fluxv1alpha2.BurstStatus {
+	for _, s := range root.Status.Bursts {
+		if s.Name == o.Name && s.Cluster == o.Cluster && s.Namespace == o.Namespace {
+			return s
+		}
+	}
+	return fluxv1alpha2.BurstStatus{Name: o.Name, Cluster: o.Cluster, Namespace: o.Namespace, Size: o.Size,
+		Phase: fluxv1alpha2.BurstPending, Message: fmt.Sprintf("the hub has not checked member %s yet", o.Cluster)}
 }
 
 // burstStatus returns the status of one pushed burst.
@@ -179,9 +245,9 @@ func burstStatus(o BurstObservation) fluxv1alpha2.BurstStatus {
 		c := childFailed(o.Child)
 		s.Phase, s.Message = fluxv1alpha2.BurstFailed, fmt.Sprintf("the child MiniCluster failed (%s): %s", c.Reason, c.Message)
 	case meta.IsStatusConditionTrue(o.Child.Status.Conditions, fluxv1alpha2.ConditionReady) && s.Ready >= o.Size:
-		s.Phase, s.Message = fluxv1alpha2.BurstReady, fmt.Sprintf("%d of %d brokers ready", s.Ready, o.Size)
+		s.Phase, s.Message = fluxv1alpha2.BurstReady, fmt.Sprintf("%d of %d brokers ready", o.Size, o.Size)
 	default:
-		s.Phase, s.Message = fluxv1alpha2.BurstApplied, fmt.Sprintf("%d of %d brokers ready", s.Ready, o.Size)
+		s.Phase, s.Message = fluxv1alpha2.BurstApplied, fmt.Sprintf("%d of %d brokers ready", min(s.Ready, o.Size), o.Size)
 	}
 	return s
 }
@@ -194,3 +260,158 @@ func childFailed(child *fluxv1alpha2.MiniCluster) *metav1.Condition {
 	}
 	return c
 }
+
+// writeStatus reports the federation observed this reconcile on the root.
+func (r *Reconciler) writeStatus(ctx context.Context, root *fluxv1alpha2.MiniCluster, fed *federation, events *eventQueue) error {
+	// While the endpoint is pending (rank 0 is being rescheduled), the children keep the one they
+	// were given, and so does the status: LeadBrokerReachable says it is pending.
+	leadStatus := root.Status.LeadBroker
+	if a := fed.lead.endpoint; a.Address != "" {
+		leadStatus = &fluxv1alpha2.LeadBrokerStatus{Address: a.Address, Port: a.Port, Endpoint: a.String()}
+	}
+	st := ComputeFederationStatus(root, fed.bursts, leadStatus, fed.lead.reason, fed.lead.err, r.now())
+	return r.applyStatus(ctx, root, st, leadStatus, events)
+}
+
+// refuse reports a root whose bursts cannot be planned: a terminal condition, nothing pushed,
+// until the spec changes.
+func (r *Reconciler) refuse(ctx context.Context, root *fluxv1alpha2.MiniCluster, err error) error {
+	events := &eventQueue{}
+	st := FederationStatus{Conditions: InvalidFederationConditions(root, err, r.now())}
+	if werr := r.applyStatus(ctx, root, st, nil, events); werr != nil {
+		return werr
+	}
+	events.flush(r.recorder, root)
+	return reconcile.TerminalError(err)
+}
+
+// InvalidFederationConditions returns the hub's conditions of a root whose bursts cannot be
+// planned: Bursting and BurstsReady are False with reason InvalidFederation and err as message;
+// LeadBrokerReachable is not reported, as nothing is exposed for such a root.
+func InvalidFederationConditions(root *fluxv1alpha2.MiniCluster, err error, now metav1.Time) []metav1.Condition {
+	var conditions []metav1.Condition
+	for _, t := range []string{fluxv1alpha2.ConditionBursting, fluxv1alpha2.ConditionBurstsReady} {
+		if c := meta.FindStatusCondition(root.Status.Conditions, t); c != nil {
+			conditions = append(conditions, *c)
+		}
+	}
+	for _, t := range []string{fluxv1alpha2.ConditionBursting, fluxv1alpha2.ConditionBurstsReady} {
+		meta.SetStatusCondition(&conditions, metav1.Condition{
+			Type: t, Status: metav1.ConditionFalse, Reason: fluxv1alpha2.ReasonInvalidFederation,
+			Message: err.Error(), ObservedGeneration: root.Generation, LastTransitionTime: now,
+		})
+	}
+	return conditions
+}
+
+// applyStatus writes the hub's status fields with server-side apply under the hub's field
+// owner, when they changed, and queues an event for each condition that moved. The member
+// reconciler owns the other fields and conditions.
+func (r *Reconciler) applyStatus(ctx context.Context, root *fluxv1alpha2.MiniCluster, st FederationStatus,
+	leadStatus *fluxv1alpha2.LeadBrokerStatus, events *eventQueue) error {
+	if !federationStatusChanged(root.Status, st, leadStatus) {
+		return nil
+	}
+	status, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&fluxv1alpha2.MiniClusterStatus{
+		Bursts: st.Bursts, BurstSummary: st.Summary, Conditions: st.Conditions, LeadBroker: leadStatus})
+	if err != nil {
+		return fmt.Errorf("encoding the status: %w", err)
+	}
+	u := metaApplyObject(root)
+	u.Object["status"] = status
+	if err := r.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+		client.FieldOwner(fluxv1alpha2.FieldOwnerHub), client.ForceOwnership); err != nil {
+		return fmt.Errorf("writing the status: %w", err)
+	}
+	for _, c := range conditionTransitions(root.Status.Conditions, st.Conditions) {
+		eventType := corev1.EventTypeNormal
+		if c.Status == metav1.ConditionFalse {
+			eventType = corev1.EventTypeWarning
+		}
+		events.add(eventType, c.Reason, c.Type, "%s=%s: %s", c.Type, c.Status, c.Message)
+	}
+	return nil
+}
+
+// federationStatusChanged reports whether the hub's fields differ between the current status
+// and the computed one, so that an unchanged federation costs no status write.
+func federationStatusChanged(current fluxv1alpha2.MiniClusterStatus, st FederationStatus, leadStatus *fluxv1alpha2.LeadBrokerStatus) bool {
+	if !equality.Semantic.DeepEqual(current.Bursts, st.Bursts) && (len(current.Bursts) > 0 || len(st.Bursts) > 0) {
+		return true
+	}
+	if current.BurstSummary != st.Summary || !equality.Semantic.DeepEqual(current.LeadBroker, leadStatus) {
+		return true
+	}
+	for _, t := range hubConditions {
+		old, c := meta.FindStatusCondition(current.Conditions, t), meta.FindStatusCondition(st.Conditions, t)
+		if (old == nil) != (c == nil) || (c != nil && !equality.Semantic.DeepEqual(*old, *c)) {
+			return true
+		}
+	}
+	return false
+}
+
+// conditionTransitions returns the hub's conditions whose status or reason differs between
+// before and after: the moments worth an event. A condition that first appears as False is not
+// a transition: nothing happened yet.
+func conditionTransitions(before, after []metav1.Condition) []metav1.Condition {
+	var out []metav1.Condition
+	for _, t := range hubConditions {
+		c := meta.FindStatusCondition(after, t)
+		if c == nil {
+			continue
+		}
+		old := meta.FindStatusCondition(before, t)
+		if old == nil && c.Status == metav1.ConditionFalse {
+			continue
+		}
+		if old == nil || old.Status != c.Status || old.Reason != c.Reason {
+			out = append(out, *c)
+		}
+	}
+	return out
+}
+
+// eventQueue holds the events of one reconcile until the status they describe is written.
+type eventQueue struct {
+	mu     sync.Mutex
+	events []queuedEvent
+}
+
+type queuedEvent struct {
+	eventType, reason, action, message string
+}
+
+func (q *eventQueue) add(eventType, reason, action, format string, args ...any) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.events = append(q.events, queuedEvent{eventType, reason, action, fmt.Sprintf(format, args...)})
+}
+
+// flush records the queued events on obj, their messages cut to what an event may hold.
+func (q *eventQueue) flush(recorder events.EventRecorder, obj runtime.Object) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, e := range q.events {
+		recorder.Eventf(obj, nil, e.eventType, e.reason, e.action, "%s", truncate(e.message, maxEventMessage))
+	}
+	q.events = nil
+}
+
+// maxEventMessage is the longest note the events API accepts.
+const maxEventMessage = 1024
+
+// truncate cuts s to n bytes at most, on a rune boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = "..."
+	cut := n - len(mark)
+	for cut > 0 && !utf8RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -16,7 +16,7 @@ import (
 var (
 	statusEarlier = metav1.NewTime(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
 	statusNow     = metav1.NewTime(time.Date(2025, 1, 2, 0, 0, 0, 0, time.UTC))
-	addressed     = &fluxv1alpha2.LeadBrokerStatus{Address: "203.0.113.7", Port: 30093}
+	addressed     = &fluxv1alpha2.LeadBrokerStatus{Address: "127.0.3.7", Port: 30093}
 )
 
 func statusRoot(conditions ...metav1.Condition) *fluxv1alpha2.MiniCluster {
@@ -86,12 +86,12 @@ func TestStatusBurstPhases(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			bursts, _ := ComputeFederationStatus(statusRoot(), []BurstObservation{tt.obs}, addressed, fluxv1alpha2.ReasonAddressAssigned, nil, statusNow)
+			bursts := ComputeFederationStatus(statusRoot(), []BurstObservation{tt.obs}, addressed, fluxv1alpha2.ReasonAddressAssigned, nil, statusNow)
 			want := []fluxv1alpha2.BurstStatus{{
 				Name: tt.obs.Name, Cluster: tt.obs.Cluster, Namespace: tt.obs.Namespace, Size: tt.obs.Size,
 				Phase: tt.wantPhase, Ready: tt.wantReady, Message: tt.wantMsg,
 			}}
-			require.Empty(t, cmp.Diff(want, bursts))
+			require.Empty(t, cmp.Diff(want, bursts.Bursts))
 		})
 	}
 }
@@ -148,7 +148,7 @@ func TestStatusConditions(t *testing.T) {
 			name:            "member unreachable",
 			bursts:          []BurstObservation{obs("a", 2).with(ready), obs("b", 1).with(unreachable)},
 			wantBursting:    cond{metav1.ConditionFalse, fluxv1alpha2.ReasonMemberUnreachable, "1 of 2 bursts applied; b on member-b: dial tcp: i/o timeout"},
-			wantBurstsReady: cond{metav1.ConditionFalse, fluxv1alpha2.ReasonMemberUnreachable, "1 of 2 bursts ready; not ready: b"},
+			wantBurstsReady: cond{metav1.ConditionFalse, fluxv1alpha2.ReasonMemberUnreachable, "1 of 2 bursts ready; not ready: b (member member-b is unreachable)"},
 		},
 		{
 			name:            "apply failed",
@@ -160,7 +160,7 @@ func TestStatusConditions(t *testing.T) {
 			name:            "the first failing burst gives the reason, a pending one does not hide it",
 			bursts:          []BurstObservation{obs("a", 2), obs("b", 1).with(applyFailed), obs("c", 1).with(unreachable)},
 			wantBursting:    cond{metav1.ConditionFalse, fluxv1alpha2.ReasonApplyFailed, "0 of 3 bursts applied; a on member-a: not applied yet; b on member-b: forbidden; c on member-c: dial tcp: i/o timeout"},
-			wantBurstsReady: cond{metav1.ConditionFalse, fluxv1alpha2.ReasonMemberUnreachable, "0 of 3 bursts ready; not ready: a, b, c"},
+			wantBurstsReady: cond{metav1.ConditionFalse, fluxv1alpha2.ReasonMemberUnreachable, "0 of 3 bursts ready; not ready: a, b, c (member member-c is unreachable)"},
 		},
 		{
 			name:            "reserved bursts are not counted",
@@ -171,14 +171,14 @@ func TestStatusConditions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, conditions := ComputeFederationStatus(statusRoot(), tt.bursts, addressed, fluxv1alpha2.ReasonAddressAssigned, nil, statusNow)
+			conditions := ComputeFederationStatus(statusRoot(), tt.bursts, addressed, fluxv1alpha2.ReasonAddressAssigned, nil, statusNow).Conditions
 			want := []metav1.Condition{
 				{Type: fluxv1alpha2.ConditionBursting, Status: tt.wantBursting.status, Reason: tt.wantBursting.reason, Message: tt.wantBursting.message,
 					ObservedGeneration: 3, LastTransitionTime: statusNow},
 				{Type: fluxv1alpha2.ConditionBurstsReady, Status: tt.wantBurstsReady.status, Reason: tt.wantBurstsReady.reason, Message: tt.wantBurstsReady.message,
 					ObservedGeneration: 3, LastTransitionTime: statusNow},
 				{Type: fluxv1alpha2.ConditionLeadBrokerReachable, Status: metav1.ConditionTrue, Reason: fluxv1alpha2.ReasonAddressAssigned,
-					Message: "the lead broker is reachable at 203.0.113.7:30093", ObservedGeneration: 3, LastTransitionTime: statusNow},
+					Message: "the lead broker is reachable at 127.0.3.7:30093", ObservedGeneration: 3, LastTransitionTime: statusNow},
 			}
 			require.Empty(t, cmp.Diff(want, conditions))
 		})
@@ -196,7 +196,7 @@ func TestStatusLeadBrokerReachable(t *testing.T) {
 		wantMessage string
 	}{
 		{name: "address assigned", lead: addressed, leadReason: fluxv1alpha2.ReasonAddressAssigned,
-			wantStatus: metav1.ConditionTrue, wantReason: fluxv1alpha2.ReasonAddressAssigned, wantMessage: "the lead broker is reachable at 203.0.113.7:30093"},
+			wantStatus: metav1.ConditionTrue, wantReason: fluxv1alpha2.ReasonAddressAssigned, wantMessage: "the lead broker is reachable at 127.0.3.7:30093"},
 		{name: "address overridden", lead: &fluxv1alpha2.LeadBrokerStatus{Address: "lead.example.org", Port: 8050}, leadReason: fluxv1alpha2.ReasonAddressOverridden,
 			wantStatus: metav1.ConditionTrue, wantReason: fluxv1alpha2.ReasonAddressOverridden, wantMessage: "the lead broker is reachable at lead.example.org:8050"},
 		{name: "address pending", leadReason: fluxv1alpha2.ReasonAddressPending, leadErr: errors.New("the load balancer has no ingress yet"),
@@ -206,7 +206,7 @@ func TestStatusLeadBrokerReachable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, conditions := ComputeFederationStatus(statusRoot(), []BurstObservation{obs("a", 1)}, tt.lead, tt.leadReason, tt.leadErr, statusNow)
+			conditions := ComputeFederationStatus(statusRoot(), []BurstObservation{obs("a", 1)}, tt.lead, tt.leadReason, tt.leadErr, statusNow).Conditions
 			got := meta.FindStatusCondition(conditions, fluxv1alpha2.ConditionLeadBrokerReachable)
 			require.NotNil(t, got)
 			require.Equal(t, metav1.Condition{
@@ -224,9 +224,8 @@ func TestStatusNoPushedBursts(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			root := statusRoot(metav1.Condition{Type: fluxv1alpha2.ConditionBursting, Status: metav1.ConditionTrue, Reason: fluxv1alpha2.ReasonBurstsApplied})
-			statuses, conditions := ComputeFederationStatus(root, bursts, nil, "", errors.New("no address"), statusNow)
-			require.Nil(t, statuses)
-			require.Nil(t, conditions)
+			st := ComputeFederationStatus(root, bursts, nil, "", errors.New("no address"), statusNow)
+			require.Equal(t, FederationStatus{}, st)
 		})
 	}
 }
@@ -240,7 +239,7 @@ func TestStatusTransitionTimes(t *testing.T) {
 			ObservedGeneration: 2, LastTransitionTime: statusEarlier},
 	)
 	bursts := []BurstObservation{obs("a", 2).with(func(o *BurstObservation) { o.Child = child(1, metav1.ConditionFalse) })}
-	_, conditions := ComputeFederationStatus(root, bursts, addressed, fluxv1alpha2.ReasonAddressAssigned, nil, statusNow)
+	conditions := ComputeFederationStatus(root, bursts, addressed, fluxv1alpha2.ReasonAddressAssigned, nil, statusNow).Conditions
 
 	// Bursting stays True: its time is kept, the rest is refreshed. BurstsReady turned False and
 	// LeadBrokerReachable is new: both are stamped now. The member's Ready is not returned.
@@ -260,14 +259,14 @@ func TestStatusTransitionTimes(t *testing.T) {
 func TestStatusDeclaredOrder(t *testing.T) {
 	bursts := []BurstObservation{obs("zeta", 1), {Name: "reserved", Size: 2, Reserved: true}, obs("alpha", 1), obs("mid", 1)}
 	for range 5 {
-		statuses, conditions := ComputeFederationStatus(statusRoot(), bursts, addressed, "", nil, statusNow)
-		names := make([]string, 0, len(statuses))
-		for _, s := range statuses {
+		st := ComputeFederationStatus(statusRoot(), bursts, addressed, "", nil, statusNow)
+		names := make([]string, 0, len(st.Bursts))
+		for _, s := range st.Bursts {
 			names = append(names, s.Name)
 		}
 		require.Equal(t, []string{"zeta", "alpha", "mid"}, names)
 		require.Equal(t, "0 of 3 bursts ready; not ready: zeta, alpha, mid",
-			meta.FindStatusCondition(conditions, fluxv1alpha2.ConditionBurstsReady).Message)
+			meta.FindStatusCondition(st.Conditions, fluxv1alpha2.ConditionBurstsReady).Message)
 	}
 }
 
@@ -277,4 +276,58 @@ func conditionTypes(conditions []metav1.Condition) []string {
 		types = append(types, c.Type)
 	}
 	return types
+}
+
+func TestStatusSummary(t *testing.T) {
+	ready := func(o *BurstObservation) { o.Child = child(o.Size, metav1.ConditionTrue) }
+	unreachable := func(o *BurstObservation) {
+		o.Err, o.ErrReason = errors.New("timeout"), fluxv1alpha2.ReasonMemberUnreachable
+	}
+	for _, tt := range []struct {
+		bursts []BurstObservation
+		want   string
+	}{
+		{bursts: []BurstObservation{obs("a", 1).with(ready), obs("b", 1).with(ready)}, want: "2/2"},
+		{bursts: []BurstObservation{obs("a", 1).with(ready), obs("b", 1).with(unreachable)}, want: "1/2"},
+		{bursts: []BurstObservation{obs("a", 1), {Name: "r", Size: 2, Reserved: true}}, want: "0/1"},
+	} {
+		require.Equal(t, tt.want, ComputeFederationStatus(statusRoot(), tt.bursts, addressed, "", nil, statusNow).Summary)
+	}
+}
+
+// TestStatusOfAMemberNotCheckedYet: after a restart, a burst whose member the hub has not
+// checked yet keeps the status it had, and so do the conditions over all bursts, so that nothing
+// is reported Unreachable that is not.
+func TestStatusOfAMemberNotCheckedYet(t *testing.T) {
+	before := []fluxv1alpha2.BurstStatus{
+		{Name: "a", Cluster: "member-a", Namespace: "hpc", Size: 2, Phase: fluxv1alpha2.BurstReady, Ready: 2, Message: "2 of 2 brokers ready"},
+	}
+	bursting := metav1.Condition{Type: fluxv1alpha2.ConditionBursting, Status: metav1.ConditionTrue, Reason: fluxv1alpha2.ReasonBurstsApplied,
+		Message: "2 of 2 bursts applied", ObservedGeneration: 3, LastTransitionTime: statusEarlier}
+	burstsReady := metav1.Condition{Type: fluxv1alpha2.ConditionBurstsReady, Status: metav1.ConditionTrue, Reason: fluxv1alpha2.ReasonAllBurstsReady,
+		Message: "2 of 2 bursts ready", ObservedGeneration: 3, LastTransitionTime: statusEarlier}
+	root := statusRoot(bursting, burstsReady)
+	root.Status.Bursts = before
+	keep := func(o *BurstObservation) { o.Keep = true }
+	st := ComputeFederationStatus(root, []BurstObservation{obs("a", 2).with(keep), obs("b", 1).with(keep)}, addressed, "", nil, statusNow)
+
+	require.Equal(t, before[0], st.Bursts[0], "a burst reported before keeps its status")
+	require.Equal(t, fluxv1alpha2.BurstPending, st.Bursts[1].Phase, "one never reported is pending, not unreachable")
+	require.Equal(t, "the hub has not checked member member-b yet", st.Bursts[1].Message)
+	require.Equal(t, bursting, *meta.FindStatusCondition(st.Conditions, fluxv1alpha2.ConditionBursting))
+	require.Equal(t, burstsReady, *meta.FindStatusCondition(st.Conditions, fluxv1alpha2.ConditionBurstsReady))
+
+	// Without conditions to keep, they are computed, the unchecked bursts counting as not applied.
+	st = ComputeFederationStatus(statusRoot(), []BurstObservation{obs("b", 1).with(keep)}, addressed, "", nil, statusNow)
+	c := meta.FindStatusCondition(st.Conditions, fluxv1alpha2.ConditionBursting)
+	require.Equal(t, fluxv1alpha2.ReasonBurstsPending, c.Reason)
+	require.Equal(t, "0 of 1 bursts applied; b on member-b: the hub has not checked the member yet", c.Message)
+}
+
+func TestTruncate(t *testing.T) {
+	require.Equal(t, "short", truncate("short", 10))
+	require.Equal(t, "abcdefg...", truncate("abcdefghijklmnop", 10))
+	got := truncate("ééééééé", 8) // two bytes each: a cut in the middle of one backs off
+	require.Equal(t, "éé...", got)
+	require.LessOrEqual(t, len(truncate(string(make([]byte, 5000)), maxEventMessage)), maxEventMessage)
 }

@@ -115,6 +115,10 @@ const (
 	// the hub does not run (an exec plugin, credential files, insecure TLS, ...); the message
 	// says what.
 	ReasonKubeconfigRefused = "KubeconfigRefused"
+	// ReasonMemberNotReady (Bursting=False): the burst's MemberCluster is not Ready for another
+	// reason than being unreachable (its kubeconfig Secret is missing, its credentials are
+	// refused, ...); the message quotes the MemberCluster's condition.
+	ReasonMemberNotReady = "MemberNotReady"
 	// ReasonDuplicateCluster (Bursting=False): the burst names a MemberCluster whose cluster is
 	// already registered under another name; the hub never uses the second registration.
 	ReasonDuplicateCluster = "DuplicateCluster"

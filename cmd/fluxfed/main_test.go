@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	fedv1alpha1 "github.com/fluxfed/fluxfed/api/fluxfed/v1alpha1"
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/e2e/testenv"
 )
@@ -162,16 +163,19 @@ func TestHubManagerBurstsARoot(t *testing.T) {
 	kc, err := memberEnv.Kubeconfig()
 	require.NoError(t, err)
 	require.NoError(t, hubEnv.Client.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "member-a", Namespace: "fluxfed-system",
-			Labels: map[string]string{"sigs.k8s.io/multicluster-runtime-kubeconfig": "true"}},
-		Data: map[string][]byte{"kubeconfig": kc},
+		ObjectMeta: metav1.ObjectMeta{Name: "member-a-kubeconfig", Namespace: "fluxfed-system"},
+		Data:       map[string][]byte{"kubeconfig": kc},
+	}))
+	require.NoError(t, hubEnv.Client.Create(ctx, &fedv1alpha1.MemberCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "member-a"},
+		Spec:       fedv1alpha1.MemberClusterSpec{KubeconfigSecretRef: fedv1alpha1.KubeconfigSecretRef{Name: "member-a-kubeconfig"}},
 	}))
 
 	// A process of its own, as it runs for real: controller names are unique per process, and
 	// another test of this package runs a manager too.
 	var stderr syncBuffer
 	cmd := exec.Command(os.Args[0], "manager", "--hub", "--kubeconfig", writeKubeconfig(t, hubEnv),
-		"--metrics-bind-address", "0", "--health-probe-bind-address", "0")
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--dial-allow", "127.0.0.0/8")
 	cmd.Env = append(os.Environ(), envRunMain+"=1")
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
@@ -189,7 +193,7 @@ func TestHubManagerBurstsARoot(t *testing.T) {
 			Size:       2,
 			Containers: []fluxv1alpha2.Container{{Image: "rockylinux:9", Command: "hostname"}},
 			Flux: fluxv1alpha2.FluxSpec{Bursting: fluxv1alpha2.Bursting{
-				Expose:   &fluxv1alpha2.Expose{Address: "192.0.2.7"},
+				Expose:   &fluxv1alpha2.Expose{Address: "127.0.0.7"},
 				Clusters: []fluxv1alpha2.Burst{{Name: "burst", Cluster: "member-a", Size: 3}},
 			}},
 		},
@@ -202,7 +206,7 @@ func TestHubManagerBurstsARoot(t *testing.T) {
 		require.NoError(c, memberEnv.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "burst"}, child))
 	}, 30*time.Second, 100*time.Millisecond, "the child never reached the member; log:\n%s", &stderr)
 	require.Equal(t, string(system.UID), child.Labels[fluxv1alpha2.LabelOriginHub])
-	require.Equal(t, "192.0.2.7", child.Spec.Flux.Bursting.LeadBroker.Address)
+	require.Equal(t, "127.0.0.7", child.Spec.Flux.Bursting.LeadBroker.Address)
 	require.Contains(t, stderr.String(), "Running as a hub")
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
@@ -210,9 +214,13 @@ func TestHubManagerBurstsARoot(t *testing.T) {
 	require.NoError(t, cmd.Wait(), "the manager exits cleanly on SIGTERM; log:\n%s", &stderr)
 }
 
-func TestHubManagerRefusesABadHubName(t *testing.T) {
+func TestHubManagerRefusesBadFlags(t *testing.T) {
 	env := testenv.Start(t)
 	err := run(context.Background(), []string{"manager", "--hub", "--hub-name", "not a label", "--kubeconfig", writeKubeconfig(t, env)},
 		&bytes.Buffer{}, &bytes.Buffer{})
 	require.ErrorContains(t, err, `--hub-name "not a label" must be a non-empty label value`)
+
+	err = run(context.Background(), []string{"manager", "--hub", "--hub-name", "h", "--dial-allow", "127.0.0.1", "--kubeconfig", writeKubeconfig(t, env)},
+		&bytes.Buffer{}, &bytes.Buffer{})
+	require.ErrorContains(t, err, `--dial-allow: "127.0.0.1" is not a CIDR such as 127.0.0.0/8`)
 }

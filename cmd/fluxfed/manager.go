@@ -23,8 +23,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	fedv1alpha1 "github.com/fluxfed/fluxfed/api/fluxfed/v1alpha1"
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/hub"
+	"github.com/fluxfed/fluxfed/hub/members"
 	"github.com/fluxfed/fluxfed/member"
 )
 
@@ -46,6 +48,10 @@ type managerOptions struct {
 	memberQPS            float64
 	memberBurst          int
 	memberConnectTimeout time.Duration
+	memberTimeout        time.Duration
+	healthInterval       time.Duration
+	healthTimeout        time.Duration
+	dialAllow            string
 	skipNamespaces       bool
 	cleanupTimeout       time.Duration
 	sweepInterval        time.Duration
@@ -62,12 +68,16 @@ func (o *managerOptions) bind(fs *flag.FlagSet) {
 	fs.IntVar(&o.concurrency, "max-concurrent-reconciles", member.DefaultConcurrency, "MiniClusters reconciled at the same time")
 	o.zap.BindFlags(fs)
 
-	fs.BoolVar(&o.hub, "hub", false, "also run the hub: burst root MiniClusters onto the member clusters registered in --members-namespace")
+	fs.BoolVar(&o.hub, "hub", false, "also run the hub: burst root MiniClusters onto the member clusters registered as MemberClusters")
 	fs.StringVar(&o.hubName, "hub-name", "", "identity of this hub on the members (a label value; default: the UID of this cluster's kube-system namespace)")
-	fs.StringVar(&o.membersNamespace, "members-namespace", hub.DefaultMembersNamespace, "namespace of the hub where members are registered as kubeconfig Secrets")
-	fs.Float64Var(&o.memberQPS, "member-api-qps", hub.DefaultMemberQPS, "queries per second the hub may send to each member")
-	fs.IntVar(&o.memberBurst, "member-api-burst", hub.DefaultMemberBurst, "requests the hub may send at once to each member above --member-api-qps")
-	fs.DurationVar(&o.memberConnectTimeout, "member-connect-timeout", hub.DefaultMemberConnectTimeout, "how long the hub waits to connect to a member")
+	fs.StringVar(&o.membersNamespace, "members-namespace", hub.DefaultMembersNamespace, "namespace of the hub that holds the kubeconfig Secrets of the MemberClusters")
+	fs.Float64Var(&o.memberQPS, "member-api-qps", members.DefaultQPS, "queries per second the hub may send to each member")
+	fs.IntVar(&o.memberBurst, "member-api-burst", members.DefaultBurst, "requests the hub may send at once to each member above --member-api-qps")
+	fs.DurationVar(&o.memberConnectTimeout, "member-connect-timeout", members.DefaultConnectTimeout, "how long the hub waits to connect to a member")
+	fs.DurationVar(&o.memberTimeout, "member-timeout", hub.DefaultMemberTimeout, "how long one reconcile of a root waits for each member: a member that hangs delays the others no longer")
+	fs.DurationVar(&o.healthInterval, "member-health-interval", members.DefaultHealthInterval, "how often the hub checks that each member answers")
+	fs.DurationVar(&o.healthTimeout, "member-health-timeout", members.DefaultHealthTimeout, "how long one health check of a member may take")
+	fs.StringVar(&o.dialAllow, "dial-allow", "", "comma-separated CIDRs the hub may connect to (members' API servers, the lead broker's advertised address), e.g. 10.0.0.0/8; empty allows any")
 	fs.BoolVar(&o.skipNamespaces, "skip-member-namespaces", false, "do not create the children's namespaces on the members (they must exist)")
 	fs.DurationVar(&o.cleanupTimeout, "cleanup-timeout", hub.DefaultCleanupTimeout, "how long deleting a root waits for unreachable members before leaving their children to the orphan sweep")
 	fs.DurationVar(&o.sweepInterval, "orphan-sweep-interval", hub.DefaultSweepInterval, "how often the hub deletes, on every member, the children of roots that no longer exist")
@@ -81,6 +91,9 @@ func newScheme() (*k8sruntime.Scheme, error) {
 	}
 	if err := fluxv1alpha2.AddToScheme(scheme); err != nil {
 		return nil, fmt.Errorf("registering %s types: %w", fluxv1alpha2.GroupVersion, err)
+	}
+	if err := fedv1alpha1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("registering %s types: %w", fedv1alpha1.GroupVersion, err)
 	}
 	return scheme, nil
 }
@@ -129,7 +142,7 @@ func runManager(ctx context.Context, args []string, _, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		mcmgr, _, err := hub.NewManager(ctx, cfg, local, hubOpts)
+		mcmgr, _, err := hub.NewManager(cfg, local, hubOpts)
 		if err != nil {
 			return err
 		}
@@ -177,12 +190,26 @@ func (o *managerOptions) hubOptions(ctx context.Context, cfg *rest.Config) (hub.
 	if errs := validation.IsValidLabelValue(name); len(errs) > 0 || name == "" {
 		return hub.Options{}, fmt.Errorf("--hub-name %q must be a non-empty label value: %s", name, strings.Join(errs, "; "))
 	}
+	var dial members.Dialer
+	if o.dialAllow != "" {
+		allowed, err := members.ParsePrefixes(o.dialAllow)
+		if err != nil {
+			return hub.Options{}, fmt.Errorf("--dial-allow: %w", err)
+		}
+		dial = members.AllowDial(allowed, nil)
+	}
 	return hub.Options{
-		Name:                    name,
-		MembersNamespace:        o.membersNamespace,
-		MemberQPS:               float32(o.memberQPS),
-		MemberBurst:             o.memberBurst,
-		MemberConnectTimeout:    o.memberConnectTimeout,
+		Name:             name,
+		MembersNamespace: o.membersNamespace,
+		Members: members.Options{
+			QPS:            float32(o.memberQPS),
+			Burst:          o.memberBurst,
+			ConnectTimeout: o.memberConnectTimeout,
+			HealthInterval: o.healthInterval,
+			HealthTimeout:  o.healthTimeout,
+		},
+		MemberTimeout:           o.memberTimeout,
+		Dial:                    dial,
 		SkipNamespaces:          o.skipNamespaces,
 		CleanupTimeout:          o.cleanupTimeout,
 		SweepInterval:           o.sweepInterval,

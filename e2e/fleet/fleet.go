@@ -2,8 +2,8 @@
 // from e2e/clusters, fluxfed's manifests applied to each (deploy/hub on the hub,
 // deploy/default and deploy/member-access on the members), `fluxfed manager --hub` on the hub
 // and `fluxfed manager` on every member as processes with the permissions those manifests give
-// them, and the members registered on the hub as kubeconfig Secrets that reach them as the
-// ServiceAccount of deploy/member-access. The end-to-end tests and `make demo` use it.
+// them, and the members registered on the hub as MemberClusters whose kubeconfigs reach them as
+// the ServiceAccount of deploy/member-access. The end-to-end tests and `make demo` use it.
 package fleet
 
 import (
@@ -19,6 +19,7 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -30,6 +31,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	fedv1alpha1 "github.com/fluxfed/fluxfed/api/fluxfed/v1alpha1"
 	"github.com/fluxfed/fluxfed/e2e/clusters"
 	"github.com/fluxfed/fluxfed/e2e/testenv"
 )
@@ -143,7 +145,8 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 	for _, c := range env.Clusters {
 		args := []string{"manager", "--leader-elect=false", "--metrics-bind-address=0"}
 		if c.Name == "hub" {
-			args = append(args, "--hub", "--hub-name="+HubName)
+			// Everything here listens on loopback: the hub may dial nothing else.
+			args = append(args, "--hub", "--hub-name="+HubName, "--dial-allow=127.0.0.0/8")
 		}
 		if err := f.runManager(ctx, c, append(args, opts.ManagerArgs...)); err != nil {
 			return nil, err
@@ -293,10 +296,16 @@ func (f *Fleet) runManager(ctx context.Context, c *clusters.Cluster, args []stri
 	}
 }
 
-// Register writes member m's kubeconfig Secret on the hub: a kubeconfig that reaches the member
-// as the hub's ServiceAccount there, with a token from the TokenRequest API, inline as the hub
-// requires.
+// Register registers member m on the hub under m's name: a MemberCluster and its kubeconfig
+// Secret, a kubeconfig that reaches the member as the hub's ServiceAccount there, with a token
+// from the TokenRequest API, inline as the hub requires.
 func (f *Fleet) Register(ctx context.Context, m *clusters.Cluster) error {
+	return f.RegisterAs(ctx, m.Name, m)
+}
+
+// RegisterAs registers member m on the hub under name (a second name for one cluster is a
+// duplicate registration, which the hub refuses to use).
+func (f *Fleet) RegisterAs(ctx context.Context, name string, m *clusters.Cluster) error {
 	cs, err := kubernetes.NewForConfig(m.Config)
 	if err != nil {
 		return err
@@ -316,10 +325,23 @@ func (f *Fleet) Register(ctx context.Context, m *clusters.Cluster) error {
 	if err != nil {
 		return err
 	}
-	secret := corev1ac.Secret(m.Name, Namespace).
-		WithLabels(map[string]string{"sigs.k8s.io/multicluster-runtime-kubeconfig": "true"}).
-		WithData(map[string][]byte{"kubeconfig": data})
-	return f.Clients["hub"].Apply(ctx, secret, client.FieldOwner("fluxfed-e2e"), client.ForceOwnership)
+	return f.RegisterKubeconfig(ctx, name, data)
+}
+
+// RegisterKubeconfig registers a member on the hub under name with the given kubeconfig.
+func (f *Fleet) RegisterKubeconfig(ctx context.Context, name string, kubeconfig []byte) error {
+	secret := corev1ac.Secret(name+"-kubeconfig", Namespace).WithData(map[string][]byte{"kubeconfig": kubeconfig})
+	if err := f.Clients["hub"].Apply(ctx, secret, client.FieldOwner("fluxfed-e2e"), client.ForceOwnership); err != nil {
+		return fmt.Errorf("the kubeconfig Secret of member %s: %w", name, err)
+	}
+	mc := &fedv1alpha1.MemberCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       fedv1alpha1.MemberClusterSpec{KubeconfigSecretRef: fedv1alpha1.KubeconfigSecretRef{Name: name + "-kubeconfig"}},
+	}
+	if err := f.Clients["hub"].Create(ctx, mc); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("the MemberCluster %s: %w", name, err)
+	}
+	return nil
 }
 
 // Config returns the admin config of the named cluster.

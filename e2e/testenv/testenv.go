@@ -1,5 +1,5 @@
 // Package testenv starts a real kube-apiserver and etcd (controller-runtime's envtest) with
-// fluxfed's CRDs installed, for tests that need an API server rather than a fake client.
+// fluxfed's CRDs installed (MiniCluster, and the hub's MemberCluster), for tests that need an API server rather than a fake client.
 package testenv
 
 import (
@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	fedv1alpha1 "github.com/fluxfed/fluxfed/api/fluxfed/v1alpha1"
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/e2e/k8sbin"
 )
@@ -54,6 +55,9 @@ func Scheme() (*k8sruntime.Scheme, error) {
 		return nil, err
 	}
 	if err := fluxv1alpha2.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := fedv1alpha1.AddToScheme(s); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -104,7 +108,10 @@ func start() (*Env, error) {
 	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: dir,
-		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "deploy", "crd")},
+		CRDDirectoryPaths: []string{
+			filepath.Join(RepoRoot(), "deploy", "crd"),
+			filepath.Join(RepoRoot(), "deploy", "hub", "fluxfed.io_memberclusters.yaml"),
+		},
 		ErrorIfCRDPathMissing: true,
 		Scheme:                scheme,
 	}

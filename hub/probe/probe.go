@@ -84,6 +84,24 @@ func mechanismField(name string) [mechanismSize]byte {
 // The error wraps ErrUnreachable, ErrNotZMTP or ErrNotCURVE, except for an invalid address or
 // port. When the deadline ends it, the error also wraps context.DeadlineExceeded.
 func Greet(ctx context.Context, address string, port int32) error {
+	return GreetWith(nil)(ctx, address, port)
+}
+
+// Dialer opens a connection, as net.Dialer.DialContext does.
+type Dialer func(ctx context.Context, network, address string) (net.Conn, error)
+
+// GreetWith returns Greet connecting through dial (a net.Dialer when nil): the hub restricts the
+// networks it dials, and tests refuse anything but loopback.
+func GreetWith(dial Dialer) func(ctx context.Context, address string, port int32) error {
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	return func(ctx context.Context, address string, port int32) error {
+		return greet(ctx, dial, address, port)
+	}
+}
+
+func greet(ctx context.Context, dial Dialer, address string, port int32) error {
 	if address == "" {
 		return errors.New("probing the lead broker: no address")
 	}
@@ -97,8 +115,7 @@ func Greet(ctx context.Context, address string, port int32) error {
 		defer cancel()
 	}
 
-	var dialer net.Dialer
-	conn, err := dialer.DialContext(ctx, "tcp", endpoint)
+	conn, err := dial(ctx, "tcp", endpoint)
 	if err != nil {
 		return &Error{Endpoint: endpoint, Kind: ErrUnreachable, Err: deadlineOr(ctx, err)}
 	}

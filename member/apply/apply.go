@@ -55,12 +55,12 @@ func (r *Refusal) Error() string { return r.Object + ": " + r.Message }
 func (r *Refusal) Unwrap() error { return r.Err }
 
 // Owns tells whether an existing object is ours to change.
-type Owns func(existing client.Object) bool
+type Owns func(existing metav1.Object) bool
 
 // ControlledBy owns the objects whose controller owner reference is owner's UID: what the
 // member reconciler and the hub create on their own cluster.
 func ControlledBy(owner metav1.Object) Owns {
-	return func(obj client.Object) bool {
+	return func(obj metav1.Object) bool {
 		ref := metav1.GetControllerOf(obj)
 		return ref != nil && ref.UID == owner.GetUID()
 	}
@@ -75,6 +75,9 @@ type Applier struct {
 	Live client.Reader
 	// FieldOwner is the field manager of every apply.
 	FieldOwner string
+	// LiveOnly reads from the API server only, past the cache: for a member that was out of
+	// sight, whose cache may not have caught up with what changed there meanwhile.
+	LiveOnly bool
 }
 
 // Apply makes the object desired describes exist as described, and returns it as stored (or as
@@ -113,7 +116,11 @@ func (a *Applier) Apply(ctx context.Context, desired *unstructured.Unstructured,
 // nil when it does not exist.
 func (a *Applier) observe(ctx context.Context, desired *unstructured.Unstructured) (client.Object, error) {
 	key := client.ObjectKeyFromObject(desired)
-	for _, reader := range []client.Reader{a.Client, a.Live} {
+	readers := []client.Reader{a.Client, a.Live}
+	if a.LiveOnly {
+		readers = readers[1:]
+	}
+	for _, reader := range readers {
 		obj, err := a.newObject(desired)
 		if err != nil {
 			return nil, err

@@ -1,0 +1,25 @@
+// Package hub is the bursting federation, `fluxfed manager --hub`, on multicluster-runtime: on a
+// hub cluster it exposes a root MiniCluster's lead broker, pushes a child MiniCluster and the
+// root's CURVE certificate to the member cluster of every burst, reports each burst's state on
+// the root, and removes the children when the root goes. User documentation: docs/bursting.md.
+//
+// The members are the hub's MemberClusters (package members: connection, health, identity and
+// their status, owned by one reconciler); the hub asks it what each member's state is and never
+// dials a member that is not Ready.
+//
+// A root flows through one reconcile in phases, one file each:
+//
+//   - controller.go: what wakes a root (the root, its lead broker Service, pod and CURVE Secret,
+//     its MemberClusters, its children and their Secrets on the members), Reconcile, and the
+//     helper that runs a step on every member at once with a per-member timeout.
+//   - observe.go: the lead broker's endpoint and greeting, the plan, each burst's member state.
+//   - push.go: the lead broker Service, then each child and its Secret, through member/apply:
+//     never over what is not the root's, not at all when the member already holds it.
+//   - delete.go: children of bursts that left a member, the finalizer on deletion, the orphan
+//     sweep.
+//   - status.go: the root's status, computed from scratch by a pure function and written by
+//     server-side apply; events queued until the status they describe is written.
+//
+// leadbroker.go and orphans.go are pure helpers (the lead broker Service and advertised endpoint;
+// which pushed objects lost their root).
+package hub

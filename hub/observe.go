@@ -1,0 +1,193 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fedv1alpha1 "github.com/fluxfed/fluxfed/api/fluxfed/v1alpha1"
+	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/bursting"
+	"github.com/fluxfed/fluxfed/hub/members"
+	"github.com/fluxfed/fluxfed/member/apply"
+	"github.com/fluxfed/fluxfed/member/render/names"
+)
+
+// federation is what one reconcile of a root observed and did: the input of its status.
+type federation struct {
+	// lead is what was found out about the lead broker.
+	lead lead
+	// plan is the federation's plan; nil while the lead broker's address is pending, when there
+	// is nothing to tell the children.
+	plan *bursting.Plan
+	// cert is the root's CURVE certificate file; empty until the member reconciler created it.
+	cert []byte
+	// bursts are what was observed of each burst, in the spec's order, reserved ones included.
+	bursts []BurstObservation
+	// requeue is when to look again although nothing changed (a lead broker that did not answer).
+	requeue time.Duration
+}
+
+// lead is what the hub found out about a root's lead broker this reconcile.
+type lead struct {
+	// endpoint is the advertised endpoint; its Address is empty while it is pending.
+	endpoint bursting.Endpoint
+	// reason and err say where the endpoint came from, or why it is pending or not answering.
+	reason string
+	err    error
+}
+
+// err joins the errors of the bursts that failed for a reason a retry may fix.
+func (f *federation) err() error {
+	var errs []error
+	for _, o := range f.bursts {
+		if o.Err != nil {
+			errs = append(errs, fmt.Errorf("burst %s on member %s: %w", o.Name, o.Cluster, o.Err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// invalidError is a federation that cannot be planned: retrying cannot help, a change of the
+// spec can.
+type invalidError struct{ error }
+
+func (e *invalidError) Unwrap() error { return e.error }
+
+// observe finds the lead broker's endpoint (svc is its Service as applied, nil if it could not
+// be), greets it, plans the federation and asks each burst's member whether it can be used. A
+// federation that cannot be planned is an *invalidError.
+func (r *Reconciler) observe(ctx context.Context, root *fluxv1alpha2.MiniCluster, svc *corev1.Service, svcErr error) (*federation, error) {
+	fed := &federation{}
+	if svcErr != nil {
+		fed.lead = lead{reason: reasonOf(svcErr, fluxv1alpha2.ReasonAddressPending), err: svcErr}
+	} else {
+		node, err := r.leadNode(ctx, root)
+		if err != nil {
+			return nil, err
+		}
+		endpoint, reason, err := AdvertisedEndpoint(root, svc, node)
+		fed.lead = lead{endpoint: endpoint, reason: reason, err: err}
+	}
+	if fed.lead.endpoint.Address != "" {
+		if fed.lead.err = r.probe(ctx, root, fed.lead.endpoint); fed.lead.err != nil {
+			fed.lead.reason = fluxv1alpha2.ReasonNotAnswering
+			fed.requeue = r.opts.ProbeInterval
+		}
+		plan, err := bursting.NewPlan(root, fed.lead.endpoint, r.opts.Name)
+		if err != nil {
+			return nil, &invalidError{err}
+		}
+		fed.plan = plan
+	}
+	cert := &corev1.Secret{}
+	switch err := r.client.Get(ctx, client.ObjectKey{Namespace: root.Namespace, Name: names.CurveSecretName(root)}, cert); {
+	case err == nil:
+		fed.cert = cert.Data[names.KeyCurveCert]
+	case !apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("reading the root's CURVE Secret: %w", err)
+	}
+
+	for _, b := range root.Spec.Flux.Bursting.Clusters {
+		o := BurstObservation{Name: b.Name, Cluster: b.Cluster, Namespace: bursting.ChildNamespace(root, b), Size: b.Size, Reserved: b.Cluster == ""}
+		if !o.Reserved {
+			o.member = r.members.State(ctx, b.Cluster)
+			o.observeMember()
+		}
+		fed.bursts = append(fed.bursts, o)
+	}
+	return fed, nil
+}
+
+// observeMember records, from the member's state, why a burst cannot be pushed now: the member
+// is not registered, or not ready; or that nothing can be said yet (Keep).
+func (o *BurstObservation) observeMember() {
+	s := o.member
+	switch s.Phase {
+	case members.PhaseReady:
+	case members.PhaseUnknown:
+		o.Keep = true
+	case members.PhaseNotRegistered:
+		o.Err, o.ErrReason = errors.New(s.Message), fluxv1alpha2.ReasonMemberNotFound
+	case members.PhaseNotReady:
+		reason := fluxv1alpha2.ReasonMemberNotReady
+		switch s.Reason {
+		case fedv1alpha1.ReasonUnreachable:
+			// The status says "member X is unreachable: " before it.
+			o.Err, o.ErrReason = errors.New(s.Message), fluxv1alpha2.ReasonMemberUnreachable
+			return
+		case fedv1alpha1.ReasonKubeconfigRefused:
+			reason = fluxv1alpha2.ReasonKubeconfigRefused
+		case fedv1alpha1.ReasonDuplicateCluster:
+			reason = fluxv1alpha2.ReasonDuplicateCluster
+		}
+		o.Err, o.ErrReason = fmt.Errorf("member %s is not ready (%s): %s", o.Cluster, s.Reason, s.Message), reason
+	}
+}
+
+// reasonOf returns the condition reason of err: a refusal's own, else fallback.
+func reasonOf(err error, fallback string) string {
+	var refusal *apply.Refusal
+	if errors.As(err, &refusal) {
+		return refusal.Reason
+	}
+	return fallback
+}
+
+// leadNode returns the node that runs the root's rank 0, nil when it is not scheduled.
+func (r *Reconciler) leadNode(ctx context.Context, root *fluxv1alpha2.MiniCluster) (*corev1.Node, error) {
+	var pods corev1.PodList
+	if err := r.client.List(ctx, &pods, client.InNamespace(root.Namespace), client.MatchingLabels(LeadBrokerSelector(root))); err != nil {
+		return nil, fmt.Errorf("listing the lead broker pod: %w", err)
+	}
+	var pod *corev1.Pod
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Spec.NodeName == "" || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if pod == nil || p.CreationTimestamp.After(pod.CreationTimestamp.Time) {
+			pod = p
+		}
+	}
+	if pod == nil {
+		return nil, nil
+	}
+	node := &corev1.Node{}
+	if err := r.client.Get(ctx, client.ObjectKey{Name: pod.Spec.NodeName}, node); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading node %s: %w", pod.Spec.NodeName, err)
+	}
+	return node, nil
+}
+
+// probeResult is the last greeting of a root's lead broker.
+type probeResult struct {
+	endpoint bursting.Endpoint
+	err      error
+	at       time.Time
+}
+
+// probe greets the lead broker at endpoint, at most once per ProbeInterval for an endpoint that
+// did not answer, and once per endpoint otherwise.
+func (r *Reconciler) probe(ctx context.Context, root *fluxv1alpha2.MiniCluster, endpoint bursting.Endpoint) error {
+	now := r.opts.Clock()
+	if v, ok := r.probes.Load(root.UID); ok {
+		last := v.(probeResult)
+		if last.endpoint == endpoint && (last.err == nil || now.Sub(last.at) < r.opts.ProbeInterval) {
+			return last.err
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.opts.ProbeTimeout)
+	defer cancel()
+	err := r.opts.Probe(ctx, endpoint.Address, endpoint.Port)
+	r.probes.Store(root.UID, probeResult{endpoint: endpoint, err: err, at: now})
+	return err
+}

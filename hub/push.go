@@ -1,0 +1,221 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+
+	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/bursting"
+	"github.com/fluxfed/fluxfed/member/apply"
+	"github.com/fluxfed/fluxfed/member/render"
+)
+
+// exposeLeadBroker applies the root's lead broker Service and returns it as stored. A Service of
+// the name that is not the root's is a refusal: it is reported, never taken over.
+func (r *Reconciler) exposeLeadBroker(ctx context.Context, root *fluxv1alpha2.MiniCluster) (*corev1.Service, error) {
+	u, err := toUnstructured(LeadBrokerService(root))
+	if err != nil {
+		return nil, err
+	}
+	u.SetOwnerReferences([]metav1.OwnerReference{*metav1.NewControllerRef(root, fluxv1alpha2.GroupVersion.WithKind("MiniCluster"))})
+	applier := &apply.Applier{Client: r.client, Live: r.live, FieldOwner: fluxv1alpha2.FieldOwnerHub}
+	obj, err := applier.Apply(ctx, u, apply.ControlledBy(root))
+	if err != nil {
+		return nil, fmt.Errorf("exposing the lead broker: %w", err)
+	}
+	return obj.(*corev1.Service), nil
+}
+
+// push applies every child of the plan, with the root's CURVE Secret, to its member, the members
+// at once, and records the outcome in fed.bursts. Bursts whose member cannot be used now (see
+// observe) are left as observed. Until the root's certificate exists (the member reconciler
+// creates it in a moment, and its event brings the root back) the children are only read.
+func (r *Reconciler) push(ctx context.Context, root *fluxv1alpha2.MiniCluster, fed *federation, events *eventQueue) {
+	byMember := map[string][]int{}
+	children := map[string]bursting.Child{}
+	for _, c := range fed.plan.Children {
+		children[c.Burst] = c
+	}
+	for i, o := range fed.bursts {
+		if !o.Reserved && o.Err == nil && !o.Keep {
+			byMember[o.Cluster] = append(byMember[o.Cluster], i)
+		}
+	}
+	r.forEachMember(ctx, keys(byMember), func(ctx context.Context, member string) error {
+		state := fed.bursts[byMember[member][0]].member
+		key := syncKey(root, member)
+		last, _ := r.synced.Load(key)
+		live := last != state.Epoch
+		ok := true
+		for _, i := range byMember[member] {
+			o := &fed.bursts[i]
+			child, err := r.pushChild(ctx, root, state.Cluster, children[o.Name], fed.cert, live)
+			o.Child = child
+			if err != nil {
+				o.Err, o.ErrReason, ok = err, classify(err), false
+			}
+		}
+		if ok && len(fed.cert) > 0 {
+			r.synced.Store(key, state.Epoch)
+		}
+		return nil
+	})
+	r.reportMove(root, fed.lead.endpoint, events)
+}
+
+func syncKey(root *fluxv1alpha2.MiniCluster, member string) string {
+	return string(root.UID) + "/" + member
+}
+
+// pushChild applies one child and its CURVE Secret to its member and returns the child as
+// stored. With live, the member is read past its cache. Without a certificate yet, the child is
+// only read.
+func (r *Reconciler) pushChild(ctx context.Context, root *fluxv1alpha2.MiniCluster, cl cluster.Cluster, child bursting.Child, cert []byte, live bool) (*fluxv1alpha2.MiniCluster, error) {
+	origin := fluxv1alpha2.RootOrigin(r.opts.Name, root)
+	if len(cert) == 0 {
+		current := &fluxv1alpha2.MiniCluster{}
+		switch err := cl.GetClient().Get(ctx, client.ObjectKeyFromObject(child.MiniCluster), current); {
+		case apierrors.IsNotFound(err):
+			return nil, nil
+		case err != nil:
+			return nil, fmt.Errorf("reading the child: %w", err)
+		case !origin.Marks(current):
+			return nil, nil
+		}
+		return current, nil
+	}
+	if err := r.ensureNamespace(ctx, cl, child.Cluster, child.Namespace); err != nil {
+		return nil, err
+	}
+	applier := &apply.Applier{Client: cl.GetClient(), Live: cl.GetAPIReader(), FieldOwner: fluxv1alpha2.FieldOwnerHub, LiveOnly: live}
+	u, err := toUnstructured(child.MiniCluster)
+	if err != nil {
+		return nil, err
+	}
+	// A child of an earlier root of the same name (deleted, its children not yet swept) is
+	// taken over: it is the same burst of the same root name.
+	obj, err := applier.Apply(ctx, u, origin.SameRoot)
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			r.namespaces.Delete(child.Cluster + "/" + child.Namespace)
+		}
+		return nil, err
+	}
+	applied := obj.(*fluxv1alpha2.MiniCluster)
+	if err := r.pushSecret(ctx, applier, applied, cert); err != nil {
+		return applied, err
+	}
+	return applied, nil
+}
+
+// ensureNamespace creates the child's namespace on the member unless it is known to exist.
+func (r *Reconciler) ensureNamespace(ctx context.Context, cl cluster.Cluster, member, namespace string) error {
+	if r.opts.SkipNamespaces {
+		return nil
+	}
+	key := member + "/" + namespace
+	if v, ok := r.namespaces.Load(key); ok && v == cl {
+		return nil
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace, Labels: map[string]string{fluxv1alpha2.LabelOriginHub: r.opts.Name}}}
+	if err := cl.GetClient().Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", namespace, err)
+	}
+	r.namespaces.Store(key, cl)
+	return nil
+}
+
+// pushSecret applies the child's CURVE Secret: the root's certificate, byte for byte, owned by
+// the child so that the member deletes it with the child. The data of the Secret is immutable:
+// one of an earlier root (same name, other certificate) is replaced.
+func (r *Reconciler) pushSecret(ctx context.Context, applier *apply.Applier, child *fluxv1alpha2.MiniCluster, cert []byte) error {
+	origin, _ := fluxv1alpha2.OriginOf(child)
+	secret := render.CurveSecret(child, cert)
+	secret.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}
+	origin.Mark(secret)
+	secret.OwnerReferences = []metav1.OwnerReference{{
+		APIVersion: fluxv1alpha2.GroupVersion.String(), Kind: "MiniCluster", Name: child.Name, UID: child.UID, Controller: ptr.To(true),
+	}}
+	u, err := toUnstructured(secret)
+	if err != nil {
+		return err
+	}
+	_, err = applier.Apply(ctx, u, origin.SameRoot)
+	var refusal *apply.Refusal
+	if !errors.As(err, &refusal) || refusal.Reason != fluxv1alpha2.ReasonImmutableFieldChanged {
+		return err
+	}
+	current := &corev1.Secret{}
+	if err := applier.Live.Get(ctx, client.ObjectKeyFromObject(secret), current); err != nil {
+		return fmt.Errorf("reading the CURVE Secret of an earlier root: %w", err)
+	}
+	if !origin.SameRoot(current) {
+		return err
+	}
+	if err := deleteExactly(ctx, applier.Client, current); err != nil {
+		return fmt.Errorf("replacing the CURVE Secret of an earlier root: %w", err)
+	}
+	_, err = applier.Apply(ctx, u, origin.SameRoot)
+	return err
+}
+
+// classify returns the condition reason of an error met pushing to a member: a refusal's own
+// reason, ApplyFailed when the member answered and refused, MemberUnreachable when it did not
+// answer (or answered that it could not serve).
+func classify(err error) string {
+	var refusal *apply.Refusal
+	if errors.As(err, &refusal) {
+		return refusal.Reason
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Code > 0 && status.Status().Code < 500 &&
+		!apierrors.IsTimeout(err) && !apierrors.IsTooManyRequests(err) {
+		return fluxv1alpha2.ReasonApplyFailed
+	}
+	return fluxv1alpha2.ReasonMemberUnreachable
+}
+
+// reportMove queues an event when the advertised endpoint changed: the children were given the
+// new one.
+func (r *Reconciler) reportMove(root *fluxv1alpha2.MiniCluster, endpoint bursting.Endpoint, events *eventQueue) {
+	old := root.Status.LeadBroker
+	if old == nil || old.Address == "" || (old.Address == endpoint.Address && old.Port == endpoint.Port) {
+		return
+	}
+	events.add(corev1.EventTypeNormal, EventLeadBrokerMoved, "UpdateChildren",
+		"the lead broker moved from %s:%d to %s; the children were given the new endpoint", old.Address, old.Port, endpoint)
+}
+
+// toUnstructured converts a typed object or apply configuration into the request of a
+// server-side apply, without the fields a client never sends (status, creation timestamp).
+func toUnstructured(obj any) (*unstructured.Unstructured, error) {
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return nil, fmt.Errorf("encoding %T: %w", obj, err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := json.Unmarshal(data, &u.Object); err != nil {
+		return nil, fmt.Errorf("decoding %T: %w", obj, err)
+	}
+	delete(u.Object, "status")
+	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	return u, nil
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
