@@ -176,6 +176,7 @@ func (r *Reconciler) deleteOnMembers(ctx context.Context, root *fluxv1alpha2.Min
 			return err
 		}
 		var failed []error
+		deleted := map[string][]string{}
 		for _, obj := range objects {
 			if !origin.Marks(obj) || !remove(member, obj) || obj.GetDeletionTimestamp() != nil {
 				continue
@@ -184,13 +185,21 @@ func (r *Reconciler) deleteOnMembers(ctx context.Context, root *fluxv1alpha2.Min
 				failed = append(failed, err)
 				continue
 			}
-			mu.Lock()
+			child := obj.GetNamespace() + "/" + childNameOf(obj)
+			deleted[child] = append(deleted[child], describe(obj))
+		}
+		// One event per child, with its Secret: the events library folds events of the same
+		// reason and action into one series, so the action names the child.
+		mu.Lock()
+		defer mu.Unlock()
+		for _, child := range slices.Sorted(maps.Keys(deleted)) {
+			what := strings.Join(deleted[child], " and ")
 			if live {
-				ctrl.LoggerFrom(ctx).Info("Deleted a child of a deleted root", "object", describe(obj))
-			} else {
-				events.add(corev1.EventTypeNormal, EventBurstRemoved, "DeleteChild", "deleted %s on member %s: its burst left the member", describe(obj), member)
+				ctrl.LoggerFrom(ctx).Info("Deleted a child of a deleted root", "deleted", what)
+				continue
 			}
-			mu.Unlock()
+			events.add(corev1.EventTypeNormal, EventBurstRemoved, truncate("DeleteChild "+member+"/"+child, maxEventAction),
+				"deleted %s on member %s: its burst left the member", what, member)
 		}
 		return errors.Join(failed...)
 	})

@@ -50,8 +50,13 @@ func TestOnOneFederation(t *testing.T) {
 		{"TheOrphanSweepDeletesOnlyTheChildrenOfGoneRoots", testTheOrphanSweepDeletesOnlyTheChildrenOfGoneRoots},
 		{"AMemberRegisteredLaterGetsItsChild", testAMemberRegisteredLaterGetsItsChild},
 		{"ALeadBrokerThatDoesNotAnswerIsReportedAndTheChildrenPushedAnyway", testALeadBrokerThatDoesNotAnswerIsReportedAndTheChildrenPushedAnyway},
-		// Last: it cuts member-b for a while.
+		{"AMemberClusterReportsTheMember", testAMemberClusterReportsTheMember},
+		{"ASecondRegistrationOfAClusterIsNeverUsed", testASecondRegistrationOfAClusterIsNeverUsed},
+		{"AHangingMemberDelaysNoOneElse", testAHangingMemberDelaysNoOneElse},
+		{"WhatSomeoneElseChangesIsPutBack", testWhatSomeoneElseChangesIsPutBack},
+		// Last: they cut member-b for a while.
 		{"AnUnreachableMemberDoesNotStopTheOthers", testAnUnreachableMemberDoesNotStopTheOthers},
+		{"AnOutageIsReportedAndWhatChangedMeanwhileIsPutBack", testAnOutageIsReportedAndWhatChangedMeanwhileIsPutBack},
 	} {
 		t.Run(scenario.name, func(t *testing.T) { scenario.run(t, f) })
 	}
@@ -217,7 +222,7 @@ func testEditingTheRootUpdatesAndRemovesChildren(t *testing.T, f *federation) {
 		require.NotNil(c, s)
 		require.Equal(c, "member-a", s.Cluster)
 	}, wait, tick)
-	f.requireEvent(t, ns, hub.EventBurstRemoved, "MiniCluster "+ns+"/burst-b on member member-b")
+	f.requireEvent(t, ns, hub.EventBurstRemoved, "deleted MiniCluster "+ns+"/burst-b and Secret "+ns+"/burst-b-curve on member member-b")
 	require.Equal(t, "edited-[0-3],burst-a-[0-2],burst-b-[0-1]", f.root(t, root).Status.Hostlist, "the layout is unchanged")
 
 	// Bursts that name no member any more are only reserved: their children go, and with no

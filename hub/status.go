@@ -398,8 +398,11 @@ func (q *eventQueue) flush(recorder events.EventRecorder, obj runtime.Object) {
 	q.events = nil
 }
 
-// maxEventMessage is the longest note the events API accepts.
-const maxEventMessage = 1024
+// The longest note and action the events API accepts.
+const (
+	maxEventMessage = 1024
+	maxEventAction  = 128
+)
 
 // truncate cuts s to n bytes at most, on a rune boundary, marking the cut.
 func truncate(s string, n int) string {
