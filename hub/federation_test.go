@@ -410,13 +410,15 @@ func (f *federation) waitBurst(t testing.TB, root *fluxv1alpha2.MiniCluster, nam
 	return got
 }
 
-// proxy forwards TCP connections to an API server until it is cut.
+// proxy forwards TCP connections to an API server until it is cut, or until it hangs: then it
+// accepts connections and never answers, as an API server that stopped does.
 type proxy struct {
-	target string
-	addr   string
-	mu     sync.Mutex
-	ln     net.Listener
-	conns  map[net.Conn]bool
+	target  string
+	addr    string
+	mu      sync.Mutex
+	ln      net.Listener
+	conns   map[net.Conn]bool
+	hanging bool
 }
 
 func startProxy(t testing.TB, target string) *proxy {
@@ -450,7 +452,14 @@ func (p *proxy) serve(ln net.Listener) {
 }
 
 func (p *proxy) forward(conn net.Conn) {
-	upstream, err := net.Dial("tcp", p.target)
+	p.mu.Lock()
+	if p.hanging {
+		p.conns[conn] = true
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
+	upstream, err := (&netguard.Dialer{}).Dial("tcp", p.target)
 	if err != nil {
 		_ = conn.Close()
 		return
@@ -483,8 +492,30 @@ func (p *proxy) cut() {
 	p.conns = map[net.Conn]bool{}
 }
 
+// hang makes the member stop answering: open connections are dropped, new ones are accepted and
+// never answered. unhang forwards again.
+func (p *proxy) hang() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.hanging = true
+	for c := range p.conns {
+		_ = c.Close()
+	}
+	p.conns = map[net.Conn]bool{}
+}
+
+func (p *proxy) unhang() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.hanging = false
+	for c := range p.conns {
+		_ = c.Close()
+	}
+	p.conns = map[net.Conn]bool{}
+}
+
 // restore listens again at the same address: the member is back.
-func (p *proxy) restore(t *testing.T) {
+func (p *proxy) restore(t testing.TB) {
 	t.Helper()
 	var ln net.Listener
 	require.Eventually(t, func() bool {
