@@ -140,14 +140,14 @@ func (f *federation) waitMember(b testing.TB, member string, status metav1.Condi
 // BenchmarkHangingMember measures, with the default timeouts, what a member that stops answering
 // (it accepts connections and never replies) costs the bursts on other members:
 //
-//	go test ./hub -run '^$' -bench HangingMember -benchtime 3x
+//		go test ./hub -run '^$' -bench HangingMember -benchtime 3x
 //
-//   - other-root: a root that bursts only onto member-a, while member-b hangs, from its creation
-//     until its burst is reported Applied; compare with baseline, the same before member-b hangs.
-//   - same-root: a root that bursts onto both, created the moment member-b starts to hang (the
-//     hub still thinks it Ready): until its burst on member-a is reported Applied. The push to
-//     member-b holds the report back by at most the member timeout (10s).
-//   - same-root-later: the same once the hub has seen member-b hang: nothing is held back.
+//	  - other-root: a root that bursts only onto member-a, while member-b hangs, from its creation
+//	    until its burst is reported Applied; compare with baseline, the same before member-b hangs.
+//	  - same-root: a root that bursts onto both, created the moment member-b starts to hang (the
+//	    hub still thinks it Ready): until its burst on member-a is reported Applied. The push to
+//	    member-b holds the report back by at most the member timeout (10s).
+//	  - same-root-later: the same once the hub has seen member-b hang: nothing is held back.
 func BenchmarkHangingMember(b *testing.B) {
 	f := startFederation(b, withDefaultHealth(hub.Options{}), "member-a", "member-b")
 	ctx := context.Background()
