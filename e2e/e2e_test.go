@@ -298,13 +298,13 @@ func TestScalingWithinTheReservationMovingABurstThenDeletingTheRoot(t *testing.T
 	require.ErrorContains(t, err, "the bursts' names, order and sizes are fixed")
 
 	// Within the reservation the root scales, as kubectl scale does, and nothing restarts.
-	children := podUIDs(t, "member-a", ns, "burst-a")
+	children := burstAPods(t, ns)
 	out, err := kubectl(t, "scale", "-n", ns, "minicluster/bursting-root", "--replicas=4")
 	require.NoError(t, err, out)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		require.Equal(c, hostnames("bursting-root", 4), podHostnames(c, "hub", ns, "bursting-root"))
 	}, wait, tick)
-	require.Equal(t, children, podUIDs(t, "member-a", ns, "burst-a"), "the bursts' brokers were not restarted")
+	require.Equal(t, children, burstAPods(t, ns), "the bursts' brokers were not restarted")
 
 	// Move burst-b to member-a, in a namespace of its own.
 	edit(t, root, func(mc *fluxv1alpha2.MiniCluster) {

@@ -78,11 +78,11 @@ func burstRoot(t *testing.T) (*fluxv1alpha2.MiniCluster, string) {
 	return root, ns
 }
 
-// podUIDs returns the UIDs of the pods of MiniCluster name on cluster.
-func podUIDs(t require.TestingT, cluster, ns, name string) []types.UID {
+// burstAPods returns the UIDs of the pods of burst-a on member-a.
+func burstAPods(t require.TestingT, ns string) []types.UID {
 	var pods corev1.PodList
-	require.NoError(t, shared.Clients[cluster].List(context.Background(), &pods, client.InNamespace(ns),
-		client.MatchingLabels{fluxv1alpha2.LabelMiniCluster: name}))
+	require.NoError(t, shared.Clients["member-a"].List(context.Background(), &pods, client.InNamespace(ns),
+		client.MatchingLabels{fluxv1alpha2.LabelMiniCluster: "burst-a"}))
 	var out []types.UID
 	for _, p := range pods.Items {
 		out = append(out, p.UID)
@@ -164,7 +164,7 @@ func TestAMemberThatStopsAnsweringIsReportedAndResyncedWhenItReturns(t *testing.
 func TestASecondRegistrationOfAClusterIsNeverUsed(t *testing.T) {
 	ctx := context.Background()
 	root, ns := burstRoot(t)
-	pods := podUIDs(t, "member-a", ns, "burst-a")
+	pods := burstAPods(t, ns)
 	require.NotEmpty(t, pods)
 
 	require.NoError(t, shared.RegisterAs(ctx, "member-a-again", shared.Env.Cluster("member-a")))
@@ -190,7 +190,7 @@ func TestASecondRegistrationOfAClusterIsNeverUsed(t *testing.T) {
 	}, wait, tick)
 	require.False(t, get(t, "member-a", &fluxv1alpha2.MiniCluster{ObjectMeta: metav1.ObjectMeta{Namespace: otherNS, Name: "again"}}))
 	time.Sleep(5 * time.Second)
-	require.Equal(t, pods, podUIDs(t, "member-a", ns, "burst-a"), "the first registration's brokers were never recreated")
+	require.Equal(t, pods, burstAPods(t, ns), "the first registration's brokers were never recreated")
 	require.True(t, get(t, "hub", root))
 	require.Equal(t, fluxv1alpha2.BurstReady, burstOf(root, "burst-a").Phase)
 	require.Equal(t, metav1.ConditionTrue, memberReady(t, "member-a").Status)

@@ -106,14 +106,14 @@ func BenchmarkMemberOutage(b *testing.B) {
 		time.Sleep(time.Duration(rand.Int64N(int64(members.DefaultHealthInterval))))
 		start := time.Now()
 		m.proxy.cut()
-		detect = append(detect, f.waitMember(b, "member-b", metav1.ConditionFalse, start))
+		detect = append(detect, f.waitMemberB(b, metav1.ConditionFalse, start))
 		f.waitBurst(b, root, "burst-b", fluxv1alpha2.BurstUnreachable)
 		unreachable = append(unreachable, time.Since(start))
 
 		time.Sleep(time.Duration(rand.Int64N(int64(members.DefaultHealthInterval))))
 		start = time.Now()
 		m.proxy.restore(b)
-		recover = append(recover, f.waitMember(b, "member-b", metav1.ConditionTrue, start))
+		recover = append(recover, f.waitMemberB(b, metav1.ConditionTrue, start))
 		f.waitBurst(b, root, "burst-b", fluxv1alpha2.BurstApplied)
 		back = append(back, time.Since(start))
 	}
@@ -123,8 +123,9 @@ func BenchmarkMemberOutage(b *testing.B) {
 	report(b, "burst-back", back)
 }
 
-// waitMember waits until member's Ready condition has status, and returns how long after start.
-func (f *federation) waitMember(b testing.TB, member string, status metav1.ConditionStatus, start time.Time) time.Duration {
+// waitMemberB waits until member-b's Ready condition has status, and returns how long after start.
+func (f *federation) waitMemberB(b testing.TB, status metav1.ConditionStatus, start time.Time) time.Duration {
+	const member = "member-b"
 	for {
 		c := meta.FindStatusCondition(f.memberCluster(b, member).Status.Conditions, fedv1alpha1.ConditionReady)
 		if c != nil && c.Status == status {
@@ -171,11 +172,11 @@ func BenchmarkHangingMember(b *testing.B) {
 		m.proxy.hang()
 		sameRoot = append(sameRoot, applied(f.namespace(b), fmt.Sprintf("same-%d", i), onA, onB))
 		otherRoot = append(otherRoot, applied(f.namespace(b), fmt.Sprintf("other-%d", i), onA))
-		f.waitMember(b, "member-b", metav1.ConditionFalse, time.Now())
+		f.waitMemberB(b, metav1.ConditionFalse, time.Now())
 		sameRootLater = append(sameRootLater, applied(f.namespace(b), fmt.Sprintf("later-%d", i), onA, onB))
 
 		m.proxy.unhang()
-		f.waitMember(b, "member-b", metav1.ConditionTrue, time.Now())
+		f.waitMemberB(b, metav1.ConditionTrue, time.Now())
 	}
 	report(b, "baseline", baseline)
 	report(b, "other-root", otherRoot)

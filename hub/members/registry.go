@@ -90,15 +90,15 @@ func setDefault[T comparable](v *T, def T) {
 type Phase int
 
 const (
-	// PhaseUnknown: the member is registered but the hub has no health result for it yet (it
-	// just started, or the kubeconfig changed). Nothing is concluded about its bursts.
+	// PhaseUnknown is a member registered but not checked yet (the hub just started, or the
+	// kubeconfig changed). Nothing is concluded about its bursts.
 	PhaseUnknown Phase = iota
-	// PhaseReady: the member answers, is the only registration of its cluster, and its cache
-	// is filled: the hub may push to it.
+	// PhaseReady is a member that answers, is the only registration of its cluster, and whose
+	// cache is filled: the hub may push to it.
 	PhaseReady
-	// PhaseNotReady: the member cannot be used; Reason says why.
+	// PhaseNotReady is a member that cannot be used; Reason says why.
 	PhaseNotReady
-	// PhaseNotRegistered: no MemberCluster of that name exists.
+	// PhaseNotRegistered is a name no MemberCluster has.
 	PhaseNotRegistered
 )
 

@@ -90,7 +90,7 @@ func startRegistry(t *testing.T, local client.Reader) (*Registry, *aware) {
 	return r, a
 }
 
-func phase(t require.TestingT, r *Registry, name string) State {
+func phase(r *Registry, name string) State {
 	return r.State(context.Background(), name)
 }
 
@@ -98,7 +98,7 @@ func waitPhase(t *testing.T, r *Registry, name string, want Phase, reason string
 	t.Helper()
 	var s State
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		s = phase(c, r, name)
+		s = phase(r, name)
 		require.Equal(c, want, s.Phase, "%s: %s %s", name, s.Reason, s.Message)
 		require.Equal(c, reason, s.Reason)
 	}, wait, tick)
@@ -157,13 +157,13 @@ func testTheRegistryUsesOnlyCheckedKubeconfigsAndReportsTheMember(t *testing.T, 
 	require.Equal(t, []multicluster.ClusterName{"member-ok"}, r.ListClusters())
 
 	// Unknown names: registered on the hub but not yet seen, or not registered at all.
-	require.Equal(t, PhaseNotRegistered, phase(t, r, "nobody").Phase)
+	require.Equal(t, PhaseNotRegistered, phase(r, "nobody").Phase)
 	require.NoError(t, hub.Client.Create(ctx, &fedv1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: "later"},
 		Spec: fedv1alpha1.MemberClusterSpec{KubeconfigSecretRef: fedv1alpha1.KubeconfigSecretRef{Name: "x"}}}))
-	require.Equal(t, PhaseUnknown, phase(t, r, "later").Phase)
+	require.Equal(t, PhaseUnknown, phase(r, "later").Phase)
 
 	r.Remove("member-ok")
-	require.Equal(t, PhaseNotRegistered, phase(t, r, "member-ok").Phase)
+	require.Equal(t, PhaseNotRegistered, phase(r, "member-ok").Phase)
 }
 
 func testTheRegistryNoticesAnOutageAndTheReturn(t *testing.T, hub, member *testenv.Env) {
@@ -197,18 +197,18 @@ func testTheRegistryUsesOneRegistrationOfACluster(t *testing.T, hub, member *tes
 	dup := waitPhase(t, r, "second", PhaseNotReady, fedv1alpha1.ReasonDuplicateCluster)
 	require.Contains(t, dup.Message, "MemberCluster first registers already")
 	require.Zero(t, a.count("second"), "a duplicate is never engaged")
-	require.Never(t, func() bool { return phase(t, r, "first").Phase != PhaseReady }, time.Second, tick, "the first is left alone")
+	require.Never(t, func() bool { return phase(r, "first").Phase != PhaseReady }, time.Second, tick, "the first is left alone")
 	require.Equal(t, 1, a.count("first"))
 
 	// An older registration that comes later does not displace the one in use.
 	r.Set(Registration{Name: "older", Created: metav1.NewTime(now.Add(-time.Hour)), Kubeconfig: kubeconfigOf(t, member, "https://"+p.addr)})
 	waitPhase(t, r, "older", PhaseNotReady, fedv1alpha1.ReasonDuplicateCluster)
-	require.Equal(t, PhaseReady, phase(t, r, "first").Phase)
+	require.Equal(t, PhaseReady, phase(r, "first").Phase)
 
 	// With the first gone, the oldest of the others takes over.
 	r.Remove("first")
 	waitPhase(t, r, "older", PhaseReady, fedv1alpha1.ReasonConnected)
-	require.Equal(t, PhaseNotReady, phase(t, r, "second").Phase)
+	require.Equal(t, PhaseNotReady, phase(r, "second").Phase)
 }
 
 func testTheRegistryReportsRefusedCredentials(t *testing.T, hub, member *testenv.Env) {
@@ -228,7 +228,7 @@ func testAHangingMemberDelaysNoOther(t *testing.T, hub, member *testenv.Env) {
 	r.Set(Registration{Name: "hanging", Kubeconfig: kubeconfigOf(t, member, "https://"+silent)})
 	r.Set(Registration{Name: "ok", Kubeconfig: kubeconfigOf(t, member, "")})
 	waitPhase(t, r, "ok", PhaseReady, fedv1alpha1.ReasonConnected)
-	require.Equal(t, PhaseUnknown, phase(t, r, "hanging").Phase, "one check timing out concludes nothing")
+	require.Equal(t, PhaseUnknown, phase(r, "hanging").Phase, "one check timing out concludes nothing")
 	s := waitPhase(t, r, "hanging", PhaseNotReady, fedv1alpha1.ReasonUnreachable)
 	require.Contains(t, s.Message, "deadline exceeded")
 }

@@ -232,7 +232,7 @@ func UpToDate(current client.Object, desired *unstructured.Unstructured) bool {
 		current.GetAnnotations()[fluxv1alpha2.AnnotationAppliedHash] != desired.GetAnnotations()[fluxv1alpha2.AnnotationAppliedHash] {
 		return false
 	}
-	observed := map[string]any{}
+	var observed map[string]any
 	if u, ok := current.(*unstructured.Unstructured); ok {
 		observed = u.Object
 	} else {
