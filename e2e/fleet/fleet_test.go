@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	fedv1alpha1 "github.com/fluxfed/fluxfed/api/fluxfed/v1alpha1"
 	"github.com/fluxfed/fluxfed/hub/members"
 )
 
@@ -56,9 +57,10 @@ func TestManagersRunAsTheirServiceAccounts(t *testing.T) {
 		require.Equal(t, "system:serviceaccount:fluxfed-system:fluxfed-manager", whoAmI(data), c.Name)
 	}
 
+	mc := &fedv1alpha1.MemberCluster{}
+	require.NoError(t, f.Clients["hub"].Get(ctx, client.ObjectKey{Name: "member-a"}, mc))
 	secret := &corev1.Secret{}
-	require.NoError(t, f.Clients["hub"].Get(ctx, client.ObjectKey{Namespace: Namespace, Name: "member-a"}, secret))
-	require.Equal(t, "true", secret.Labels["sigs.k8s.io/multicluster-runtime-kubeconfig"])
+	require.NoError(t, f.Clients["hub"].Get(ctx, client.ObjectKey{Namespace: Namespace, Name: mc.Spec.KubeconfigSecretRef.Name}, secret))
 	_, err := members.Check(secret.Data["kubeconfig"])
 	require.NoError(t, err, "the hub accepts the member's kubeconfig")
 	require.Equal(t, "system:serviceaccount:fluxfed-system:fluxfed-hub", whoAmI(secret.Data["kubeconfig"]))
