@@ -12,15 +12,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/api/v1alpha2/v1alpha2test"
 )
 
-// miniCluster builds a root MiniCluster with the schema defaults that matter here.
+// miniCluster builds a root MiniCluster in namespace hpc.
 func miniCluster(name string, size, maxSize int32, bursts ...fluxv1alpha2.Burst) *fluxv1alpha2.MiniCluster {
-	mc := &fluxv1alpha2.MiniCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "hpc"}}
-	mc.Spec.Size = size
-	mc.Spec.MaxSize = maxSize
-	mc.Spec.Flux.Bursting.Clusters = bursts
-	return mc
+	return v1alpha2test.MiniCluster(name).Namespace("hpc").Size(size).MaxSize(maxSize).Bursts(bursts...).Obj()
 }
 
 // childOf builds the burst child the hub would push for the root's entry named burst.

@@ -9,13 +9,14 @@ import (
 	"k8s.io/utils/ptr"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/api/v1alpha2/v1alpha2test"
 	"github.com/fluxfed/fluxfed/bursting"
 )
 
 func rootWithExpose(expose *fluxv1alpha2.Expose) *fluxv1alpha2.MiniCluster {
-	mc := &fluxv1alpha2.MiniCluster{ObjectMeta: metav1.ObjectMeta{Name: "flux-sample", Namespace: "hpc"}}
-	mc.Spec.Flux.Bursting.Expose = expose
-	return mc
+	return v1alpha2test.MiniCluster("flux-sample").Namespace("hpc").Spec(func(s *fluxv1alpha2.MiniClusterSpec) {
+		s.Flux.Bursting.Expose = expose
+	}).Obj()
 }
 
 func TestLeadBrokerService(t *testing.T) {

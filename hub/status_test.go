@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/api/v1alpha2/v1alpha2test"
 )
 
 var (
@@ -20,7 +21,8 @@ var (
 )
 
 func statusRoot(conditions ...metav1.Condition) *fluxv1alpha2.MiniCluster {
-	mc := &fluxv1alpha2.MiniCluster{ObjectMeta: metav1.ObjectMeta{Name: "flux-sample", Namespace: "hpc", Generation: 3}}
+	mc := v1alpha2test.MiniCluster("flux-sample").Namespace("hpc").Obj()
+	mc.Generation = 3
 	mc.Status.Conditions = conditions
 	return mc
 }
