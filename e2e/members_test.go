@@ -6,10 +6,8 @@ package e2e
 
 import (
 	"context"
-	"net"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -30,6 +28,7 @@ import (
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/e2e/clusters"
 	"github.com/fluxfed/fluxfed/e2e/k8sbin"
+	"github.com/fluxfed/fluxfed/e2e/testenv"
 )
 
 // kubectl runs kubectl against the hub and returns its output.
@@ -199,33 +198,11 @@ func TestASecondRegistrationOfAClusterIsNeverUsed(t *testing.T) {
 func TestAHangingMemberDelaysNoRootThatDoesNotUseIt(t *testing.T) {
 	ctx := context.Background()
 	// A member whose API server accepts connections and never answers.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
+	silent := testenv.SilentServer(t)
 	kc, err := clientcmd.LoadFromFile(shared.Env.Cluster("member-a").Kubeconfig)
 	require.NoError(t, err)
 	for _, c := range kc.Clusters {
-		c.Server = "https://" + ln.Addr().String()
+		c.Server = "https://" + silent
 	}
 	data, err := clientcmd.Write(*kc)
 	require.NoError(t, err)

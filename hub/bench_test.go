@@ -105,14 +105,14 @@ func BenchmarkMemberOutage(b *testing.B) {
 	for b.Loop() {
 		time.Sleep(time.Duration(rand.Int64N(int64(members.DefaultHealthInterval))))
 		start := time.Now()
-		m.proxy.cut()
+		m.proxy.Cut()
 		detect = append(detect, f.waitMemberB(b, metav1.ConditionFalse, start))
 		f.waitBurst(b, root, "burst-b", fluxv1alpha2.BurstUnreachable)
 		unreachable = append(unreachable, time.Since(start))
 
 		time.Sleep(time.Duration(rand.Int64N(int64(members.DefaultHealthInterval))))
 		start = time.Now()
-		m.proxy.restore(b)
+		m.proxy.Restore(b)
 		recover = append(recover, f.waitMemberB(b, metav1.ConditionTrue, start))
 		f.waitBurst(b, root, "burst-b", fluxv1alpha2.BurstApplied)
 		back = append(back, time.Since(start))
@@ -169,13 +169,13 @@ func BenchmarkHangingMember(b *testing.B) {
 		onB := fluxv1alpha2.Burst{Name: "burst-b", Cluster: "member-b", Size: 1}
 		baseline = append(baseline, applied(f.namespace(b), fmt.Sprintf("baseline-%d", i), onA))
 
-		m.proxy.hang()
+		m.proxy.Hang()
 		sameRoot = append(sameRoot, applied(f.namespace(b), fmt.Sprintf("same-%d", i), onA, onB))
 		otherRoot = append(otherRoot, applied(f.namespace(b), fmt.Sprintf("other-%d", i), onA))
 		f.waitMemberB(b, metav1.ConditionFalse, time.Now())
 		sameRootLater = append(sameRootLater, applied(f.namespace(b), fmt.Sprintf("later-%d", i), onA, onB))
 
-		m.proxy.unhang()
+		m.proxy.Unhang()
 		f.waitMemberB(b, metav1.ConditionTrue, time.Now())
 	}
 	report(b, "baseline", baseline)

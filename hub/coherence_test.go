@@ -117,7 +117,7 @@ func testASecondRegistrationOfAClusterIsNeverUsed(t *testing.T, f *federation) {
 func testAHangingMemberDelaysNoOneElse(t *testing.T, f *federation) {
 	ctx := context.Background()
 	cfg := rest.CopyConfig(f.members["member-a"].env.Config)
-	cfg.Host = silentMember(t)
+	cfg.Host = "https://" + testenv.SilentServer(t)
 	kc, err := testenv.Kubeconfig(cfg)
 	require.NoError(t, err)
 	f.registerKubeconfig(t, "member-hang", kc)
@@ -211,7 +211,7 @@ func testAnOutageIsReportedAndWhatChangedMeanwhileIsPutBack(t *testing.T, f *fed
 	ns, root := f.burstOntoBoth(t, "outage")
 	b := f.members["member-b"]
 
-	b.proxy.cut()
+	b.proxy.Cut()
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		ready := meta.FindStatusCondition(f.memberCluster(c, "member-b").Status.Conditions, fedv1alpha1.ConditionReady)
 		require.Equal(c, metav1.ConditionFalse, ready.Status)
@@ -226,7 +226,7 @@ func testAnOutageIsReportedAndWhatChangedMeanwhileIsPutBack(t *testing.T, f *fed
 	edited.Spec.Flux.LogLevel = ptr.To[int32](7)
 	require.NoError(t, b.env.Client.Patch(ctx, edited, client.MergeFrom(child)))
 
-	b.proxy.restore(t)
+	b.proxy.Restore(t)
 	f.waitBurst(t, root, "burst-b", fluxv1alpha2.BurstApplied)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		require.Equal(c, child.Spec.Flux.LogLevel, b.child(c, ns, "burst-b").Spec.Flux.LogLevel, "the member is re-synced when it answers again")

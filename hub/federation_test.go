@@ -7,10 +7,7 @@ package hub_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -61,7 +58,7 @@ const (
 type memberCluster struct {
 	name  string
 	env   *testenv.Env
-	proxy *proxy
+	proxy *testenv.Proxy
 	// requests counts the hub's requests to this member, health checks aside.
 	requests atomic.Int64
 }
@@ -171,7 +168,7 @@ func startFederationAs(t testing.TB, deployed bool, opts hub.Options, memberName
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		for _, m := range f.members {
-			if cfg.Host == m.proxy.url() {
+			if cfg.Host == m.proxy.URL() {
 				cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 					return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 						// The health checks are the one cost of a member that does not change.
@@ -260,7 +257,7 @@ func (f *federation) addMember(t testing.TB, name string) *memberCluster {
 func (f *federation) addMemberOn(t testing.TB, name string, env *testenv.Env) *memberCluster {
 	t.Helper()
 	m := &memberCluster{name: name, env: env}
-	m.proxy = startProxy(t, m.env.Config.Host)
+	m.proxy = testenv.StartProxy(t, m.env.Config.Host)
 	runMemberReconciler(t, m.env.Config, m.env)
 	f.mu.Lock()
 	f.members[name] = m
@@ -316,7 +313,7 @@ func (f *federation) register(t testing.TB, name string, cfg *rest.Config) {
 	t.Helper()
 	cfg = rest.CopyConfig(cfg)
 	if m, ok := f.members[name]; ok {
-		cfg.Host = m.proxy.url()
+		cfg.Host = m.proxy.URL()
 	}
 	kc, err := testenv.Kubeconfig(cfg)
 	require.NoError(t, err)
@@ -410,122 +407,6 @@ func (f *federation) waitBurst(t testing.TB, root *fluxv1alpha2.MiniCluster, nam
 	return got
 }
 
-// proxy forwards TCP connections to an API server until it is cut, or until it hangs: then it
-// accepts connections and never answers, as an API server that stopped does.
-type proxy struct {
-	target  string
-	addr    string
-	mu      sync.Mutex
-	ln      net.Listener
-	conns   map[net.Conn]bool
-	hanging bool
-}
-
-func startProxy(t testing.TB, target string) *proxy {
-	t.Helper()
-	u, err := url.Parse(target)
-	require.NoError(t, err)
-	p := &proxy{target: u.Host, conns: map[net.Conn]bool{}}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	p.addr = ln.Addr().String()
-	p.serve(ln)
-	t.Cleanup(p.cut)
-	return p
-}
-
-func (p *proxy) url() string { return "https://" + p.addr }
-
-func (p *proxy) serve(ln net.Listener) {
-	p.mu.Lock()
-	p.ln = ln
-	p.mu.Unlock()
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go p.forward(conn)
-		}
-	}()
-}
-
-func (p *proxy) forward(conn net.Conn) {
-	p.mu.Lock()
-	if p.hanging {
-		p.conns[conn] = true
-		p.mu.Unlock()
-		return
-	}
-	p.mu.Unlock()
-	upstream, err := (&netguard.Dialer{}).Dial("tcp", p.target)
-	if err != nil {
-		_ = conn.Close()
-		return
-	}
-	p.mu.Lock()
-	if p.ln == nil {
-		p.mu.Unlock()
-		_ = conn.Close()
-		_ = upstream.Close()
-		return
-	}
-	p.conns[conn], p.conns[upstream] = true, true
-	p.mu.Unlock()
-	go func() { _, _ = io.Copy(upstream, conn); _ = upstream.Close() }()
-	_, _ = io.Copy(conn, upstream)
-	_ = conn.Close()
-}
-
-// cut closes the listener and every connection: the member is unreachable.
-func (p *proxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ln != nil {
-		_ = p.ln.Close()
-		p.ln = nil
-	}
-	for c := range p.conns {
-		_ = c.Close()
-	}
-	p.conns = map[net.Conn]bool{}
-}
-
-// hang makes the member stop answering: open connections are dropped, new ones are accepted and
-// never answered. unhang forwards again.
-func (p *proxy) hang() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.hanging = true
-	for c := range p.conns {
-		_ = c.Close()
-	}
-	p.conns = map[net.Conn]bool{}
-}
-
-func (p *proxy) unhang() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.hanging = false
-	for c := range p.conns {
-		_ = c.Close()
-	}
-	p.conns = map[net.Conn]bool{}
-}
-
-// restore listens again at the same address: the member is back.
-func (p *proxy) restore(t testing.TB) {
-	t.Helper()
-	var ln net.Listener
-	require.Eventually(t, func() bool {
-		var err error
-		ln, err = net.Listen("tcp", p.addr)
-		return err == nil
-	}, 10*time.Second, 50*time.Millisecond)
-	p.serve(ln)
-}
-
 func TestMain(m *testing.M) {
 	// The managers' logs go to stderr only when asked: FLUXFED_TEST_LOG=1.
 	if os.Getenv("FLUXFED_TEST_LOG") != "" {
@@ -534,36 +415,6 @@ func TestMain(m *testing.M) {
 		ctrl.SetLogger(logr.Discard())
 	}
 	netguard.Main(m)
-}
-
-// silentMember is an address that accepts TCP connections and never answers: a member whose API
-// server hangs.
-func silentMember(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-	return "https://" + ln.Addr().String()
 }
 
 // edit changes the root's spec as a user would, retrying on conflicts with the controllers'

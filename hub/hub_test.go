@@ -286,7 +286,7 @@ func testAnUnreachableMemberDoesNotStopTheOthers(t *testing.T, f *federation) {
 	ns, root := f.burstOntoBoth(t, "resilient")
 	a, b := f.members["member-a"], f.members["member-b"]
 
-	b.proxy.cut()
+	b.proxy.Cut()
 	f.edit(t, root, func(got *fluxv1alpha2.MiniCluster) { got.Spec.Logging.Quiet = true })
 
 	unreachable := f.waitBurst(t, root, "burst-b", fluxv1alpha2.BurstUnreachable)
@@ -304,7 +304,7 @@ func testAnUnreachableMemberDoesNotStopTheOthers(t *testing.T, f *federation) {
 	require.Contains(t, ready.Message, "member member-b is unreachable")
 	require.NotNil(t, b.child(t, ns, "burst-b"), "nothing is deleted because a member is unreachable")
 
-	b.proxy.restore(t)
+	b.proxy.Restore(t)
 	f.waitBurst(t, root, "burst-b", fluxv1alpha2.BurstApplied)
 	require.True(t, b.child(t, ns, "burst-b").Spec.Logging.Quiet, "member-b catches up once it answers")
 }
@@ -460,7 +460,7 @@ func TestARootDeletedWhileAMemberIsDownIsReleasedAndSweptLater(t *testing.T) {
 	f.waitBurst(t, root, "burst-a", fluxv1alpha2.BurstApplied)
 	f.waitBurst(t, root, "burst-b", fluxv1alpha2.BurstApplied)
 
-	b.proxy.cut()
+	b.proxy.Cut()
 	require.NoError(t, f.hub.Client.Delete(ctx, root))
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		require.Nil(c, a.child(c, ns, "burst-a"), "the reachable member is cleaned at once")
@@ -469,7 +469,7 @@ func TestARootDeletedWhileAMemberIsDownIsReleasedAndSweptLater(t *testing.T) {
 	}, wait, tick)
 	require.NotNil(t, b.child(t, ns, "burst-b"), "left on the member that was down")
 
-	b.proxy.restore(t)
+	b.proxy.Restore(t)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		require.Nil(c, b.child(c, ns, "burst-b"), "the orphan sweep deletes it once the member answers")
 	}, wait, tick)

@@ -2,9 +2,6 @@ package members
 
 import (
 	"context"
-	"io"
-	"net"
-	"net/url"
 	"sync"
 	"testing"
 	"time"
@@ -168,17 +165,17 @@ func testTheRegistryUsesOnlyCheckedKubeconfigsAndReportsTheMember(t *testing.T, 
 
 func testTheRegistryNoticesAnOutageAndTheReturn(t *testing.T, hub, member *testenv.Env) {
 	r, a := startRegistry(t, hub.Client)
-	p := startProxy(t, member.Config.Host)
-	r.Set(Registration{Name: "m", Kubeconfig: kubeconfigOf(t, member, "https://"+p.addr)})
+	p := testenv.StartProxy(t, member.Config.Host)
+	r.Set(Registration{Name: "m", Kubeconfig: kubeconfigOf(t, member, p.URL())})
 	first := waitPhase(t, r, "m", PhaseReady, fedv1alpha1.ReasonConnected)
 
-	p.cut()
+	p.Cut()
 	down := waitPhase(t, r, "m", PhaseNotReady, fedv1alpha1.ReasonUnreachable)
 	require.Contains(t, down.Message, "did not answer")
 	require.Nil(t, down.Cluster)
 	require.Empty(t, r.ListClusters(), "a member that does not answer is not pushed to")
 
-	p.restore(t)
+	p.Restore(t)
 	back := waitPhase(t, r, "m", PhaseReady, fedv1alpha1.ReasonConnected)
 	require.Greater(t, back.Epoch, first.Epoch, "the return is a new epoch: what was pushed is read again")
 	require.Same(t, first.Cluster, back.Cluster, "the member was kept engaged through the outage")
@@ -192,8 +189,8 @@ func testTheRegistryUsesOneRegistrationOfACluster(t *testing.T, hub, member *tes
 	waitPhase(t, r, "first", PhaseReady, fedv1alpha1.ReasonConnected)
 
 	// The same cluster under another name, through another URL.
-	p := startProxy(t, member.Config.Host)
-	r.Set(Registration{Name: "second", Created: metav1.NewTime(now.Add(time.Second)), Kubeconfig: kubeconfigOf(t, member, "https://"+p.addr)})
+	p := testenv.StartProxy(t, member.Config.Host)
+	r.Set(Registration{Name: "second", Created: metav1.NewTime(now.Add(time.Second)), Kubeconfig: kubeconfigOf(t, member, p.URL())})
 	dup := waitPhase(t, r, "second", PhaseNotReady, fedv1alpha1.ReasonDuplicateCluster)
 	require.Contains(t, dup.Message, "MemberCluster first registers already")
 	require.Zero(t, a.count("second"), "a duplicate is never engaged")
@@ -201,7 +198,7 @@ func testTheRegistryUsesOneRegistrationOfACluster(t *testing.T, hub, member *tes
 	require.Equal(t, 1, a.count("first"))
 
 	// An older registration that comes later does not displace the one in use.
-	r.Set(Registration{Name: "older", Created: metav1.NewTime(now.Add(-time.Hour)), Kubeconfig: kubeconfigOf(t, member, "https://"+p.addr)})
+	r.Set(Registration{Name: "older", Created: metav1.NewTime(now.Add(-time.Hour)), Kubeconfig: kubeconfigOf(t, member, p.URL())})
 	waitPhase(t, r, "older", PhaseNotReady, fedv1alpha1.ReasonDuplicateCluster)
 	require.Equal(t, PhaseReady, phase(r, "first").Phase)
 
@@ -224,108 +221,11 @@ func testTheRegistryReportsRefusedCredentials(t *testing.T, hub, member *testenv
 
 func testAHangingMemberDelaysNoOther(t *testing.T, hub, member *testenv.Env) {
 	r, _ := startRegistry(t, hub.Client)
-	silent := silentListener(t)
+	silent := testenv.SilentServer(t)
 	r.Set(Registration{Name: "hanging", Kubeconfig: kubeconfigOf(t, member, "https://"+silent)})
 	r.Set(Registration{Name: "ok", Kubeconfig: kubeconfigOf(t, member, "")})
 	waitPhase(t, r, "ok", PhaseReady, fedv1alpha1.ReasonConnected)
 	require.Equal(t, PhaseUnknown, phase(r, "hanging").Phase, "one check timing out concludes nothing")
 	s := waitPhase(t, r, "hanging", PhaseNotReady, fedv1alpha1.ReasonUnreachable)
 	require.Contains(t, s.Message, "deadline exceeded")
-}
-
-// proxy forwards TCP connections to an API server until it is cut.
-type proxy struct {
-	target, addr string
-	mu           sync.Mutex
-	ln           net.Listener
-	conns        []net.Conn
-}
-
-func startProxy(t *testing.T, target string) *proxy {
-	t.Helper()
-	u, err := url.Parse(target)
-	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	p := &proxy{target: u.Host, addr: ln.Addr().String()}
-	p.serve(ln)
-	t.Cleanup(p.cut)
-	return p
-}
-
-func (p *proxy) serve(ln net.Listener) {
-	p.mu.Lock()
-	p.ln = ln
-	p.mu.Unlock()
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			upstream, err := (&netguard.Dialer{}).Dial("tcp", p.target)
-			if err != nil {
-				_ = conn.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, conn, upstream)
-			p.mu.Unlock()
-			go func() { _, _ = io.Copy(upstream, conn); _ = upstream.Close() }()
-			go func() { _, _ = io.Copy(conn, upstream); _ = conn.Close() }()
-		}
-	}()
-}
-
-func (p *proxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ln != nil {
-		_ = p.ln.Close()
-		p.ln = nil
-	}
-	for _, c := range p.conns {
-		_ = c.Close()
-	}
-	p.conns = nil
-}
-
-func (p *proxy) restore(t *testing.T) {
-	t.Helper()
-	var ln net.Listener
-	require.Eventually(t, func() bool {
-		var err error
-		ln, err = net.Listen("tcp", p.addr)
-		return err == nil
-	}, wait, 50*time.Millisecond)
-	p.serve(ln)
-}
-
-// silentListener accepts connections and never answers: an API server that hangs.
-func silentListener(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-	return ln.Addr().String()
 }
