@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/api/v1alpha2/v1alpha2test"
 )
 
 var benchIdle = flag.Duration("fluxfed.idle", 60*time.Second, "how long BenchmarkHundredMiniClusters watches for requests once everything exists")
@@ -38,7 +39,7 @@ func BenchmarkHundredMiniClusters(b *testing.B) {
 				ns := h.namespace(b)
 				mcs := make([]*fluxv1alpha2.MiniCluster, n)
 				for i := range mcs {
-					mcs[i] = newMiniCluster(ns, fmt.Sprintf("mc-%03d", i), 4)
+					mcs[i] = v1alpha2test.MiniCluster(fmt.Sprintf("mc-%03d", i)).Namespace(ns).Size(4).Obj()
 					mcs[i].Spec.Network.HeadlessName = mcs[i].Name
 				}
 				if mode == "backlog" {

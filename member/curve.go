@@ -7,10 +7,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/member/apply"
 	"github.com/fluxfed/fluxfed/member/render"
 	"github.com/fluxfed/fluxfed/member/render/curve"
 	"github.com/fluxfed/fluxfed/member/render/names"
@@ -24,61 +26,59 @@ import (
 //
 // A child the hub pushed (it carries origin labels) never gets a certificate of its own: its
 // brokers must present the root's, which the hub pushes as the child's Secret. Until that Secret
-// is there, the child waits (a pending condition, not a failure).
-func (r *Reconciler) ensureCurveSecret(ctx context.Context, mc *fluxv1alpha2.MiniCluster) (*failure, error) {
+// is there, the child waits.
+func (r *Reconciler) ensureCurveSecret(ctx context.Context, mc *fluxv1alpha2.MiniCluster) error {
 	key := client.ObjectKey{Namespace: mc.Namespace, Name: names.CurveSecretName(mc)}
 	existing := &corev1.Secret{}
 	switch err := r.client.Get(ctx, key, existing); {
 	case err == nil:
-		if !curveSecretBelongs(mc, existing) {
-			return notOurs(key.Name), nil
-		}
-		return nil, nil
+		return checkCurveSecret(mc, existing)
 	case !apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("reading the curve Secret: %w", err)
+		return fmt.Errorf("reading the CURVE Secret: %w", err)
 	}
 	if pushedByHub(mc) {
-		return &failure{pending: true, reason: fluxv1alpha2.ReasonCurveSecretPending, message: fmt.Sprintf(
-			"waiting for the hub to push Secret %s with the root's CURVE certificate", key.Name)}, nil
+		return &waitError{reason: fluxv1alpha2.ReasonCurveSecretPending, message: fmt.Sprintf(
+			"waiting for the hub to push Secret %s with the root's CURVE certificate", key.Name)}
 	}
 
 	var cert *curve.Certificate
 	var err error
 	if mc.Spec.Flux.CurveCert != "" {
 		if cert, err = curve.Parse([]byte(mc.Spec.Flux.CurveCert)); err != nil {
-			return &failure{reason: fluxv1alpha2.ReasonInvalidSpec, message: "spec.flux.curveCert: " + err.Error()}, nil
+			return &invalidSpecError{err: fmt.Errorf("spec.flux.curveCert: %w", err)}
 		}
 	} else if cert, err = curve.Generate(r.entropy, curve.KeygenMetadata(mc.Name, "", r.clock())...); err != nil {
-		return nil, err
+		return fmt.Errorf("generating the CURVE certificate: %w", err)
 	}
 
 	secret := render.CurveSecret(mc, curve.File(cert))
 	if err := ctrl.SetControllerReference(mc, secret, r.client.Scheme()); err != nil {
-		return nil, fmt.Errorf("owning the curve Secret: %w", err)
+		return fmt.Errorf("owning the CURVE Secret: %w", err)
 	}
-	ctrl.LoggerFrom(ctx).Info("Creating the CURVE certificate Secret", "secret", key.Name)
+	ctrl.LoggerFrom(ctx).Info("Creating the CURVE certificate Secret", "secret", klog.KObj(secret))
 	err = r.client.Create(ctx, secret)
 	switch {
 	case err == nil:
-		return nil, nil
+		return nil
 	case !apierrors.IsAlreadyExists(err):
-		return nil, fmt.Errorf("creating the curve Secret: %w", err)
+		return fmt.Errorf("creating the CURVE Secret: %w", err)
 	}
 	// The cache holds only Secrets with the MiniCluster label, so a Secret it did not show may
 	// be ours (created by a reconcile the cache has not caught up with) or someone else's.
 	// Only the API server can tell.
 	if err := r.apiReader.Get(ctx, key, existing); err != nil {
-		return nil, fmt.Errorf("reading the curve Secret: %w", err)
+		return fmt.Errorf("reading the CURVE Secret: %w", err)
 	}
-	if !curveSecretBelongs(mc, existing) {
-		return notOurs(key.Name), nil
-	}
-	return nil, nil
+	return checkCurveSecret(mc, existing)
 }
 
-func notOurs(name string) *failure {
-	return &failure{reason: fluxv1alpha2.ReasonApplyFailed, message: fmt.Sprintf(
-		"Secret %s exists and does not belong to this MiniCluster; delete it or rename the MiniCluster", name)}
+// checkCurveSecret refuses a Secret of the name that is not mc's: fluxfed never takes it.
+func checkCurveSecret(mc *fluxv1alpha2.MiniCluster, secret *corev1.Secret) error {
+	if !curveSecretBelongs(mc, secret) {
+		return &apply.Refusal{Reason: fluxv1alpha2.ReasonConflict, Object: "Secret " + secret.Namespace + "/" + secret.Name,
+			Message: "exists and does not belong to this MiniCluster; fluxfed does not change or delete it: delete it, or rename the MiniCluster"}
+	}
+	return nil
 }
 
 // pushedByHub reports whether mc is a child the hub pushed: it carries a complete origin.
