@@ -66,7 +66,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=flux-framework.org,resources=miniclusters/finalizers,verbs=update
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;patch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=deletecollection
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -96,11 +96,15 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		For(&fluxv1alpha2.MiniCluster{}).
+		// Any change or deletion of an owned object brings its MiniCluster back, which puts the
+		// object back as rendered: that is all there is to drift correction. An object whose
+		// label is stripped leaves the label-filtered cache, which the watch reports as a
+		// deletion of the object as it was, owner and label included.
 		Owns(&batchv1.Job{}).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.ConfigMap{}).
-		// A child's CURVE Secret is pushed by the hub and owned by no one at first: Secrets are
-		// mapped to their MiniCluster by label, which covers the Secrets the reconciler owns too.
+		// A child's CURVE Secret is the hub's doing, a root's the reconciler's: Secrets are
+		// mapped to their MiniCluster by label, whoever made them.
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(secretToMiniCluster)).
 		Named("minicluster").
 		Complete(r)

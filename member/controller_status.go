@@ -14,25 +14,26 @@ import (
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 )
 
-// event is an event for the MiniCluster, recorded once its status is written.
+// event is an event for the MiniCluster, queued until its status is written.
 type event struct {
 	eventType, reason, action, note string
 }
 
 // updateStatus writes the status fields this reconciler owns when they changed, then records an
-// event for each condition that moved: never before the write succeeded, so an event does not
-// tell of a state the status does not show (and a failed write, retried, does not repeat it). Status is written with server-side apply under the
+// event for each condition that moved and the events the reconcile queued: never before the
+// write succeeded, so an event does not tell of a state the status does not show (and a failed
+// write, retried, does not repeat it). Status is written with server-side apply under the
 // member's field owner: the hub writes its own fields of the same status the same way. An error
 // the status cannot name (see errors.go) writes no status: what was observed is incomplete.
 func (r *Reconciler) updateStatus(ctx context.Context, mc *fluxv1alpha2.MiniCluster, obs observation, reconcileErr error) error {
-	var events []event
+	events := obs.events
 	if reported(reconcileErr) && !r.cacheLags(mc) {
 		st := computeStatus(mc, obs, reconcileErr, metav1.NewTime(r.clock()))
 		if statusChanged(mc.Status, st) {
 			if err := r.writeStatus(ctx, mc, st); err != nil {
 				return err
 			}
-			events = conditionEvents(mc.Status.Conditions, st.Conditions)
+			events = append(conditionEvents(mc.Status.Conditions, st.Conditions), events...)
 		}
 	}
 	for _, e := range events {

@@ -603,16 +603,129 @@ func TestAChildWaitsForTheCertificateTheHubPushes(t *testing.T) {
 	require.NoError(t, h.c.Delete(ctx, stranger))
 
 	// The root's Secret arrives: the brokers start with it, unchanged.
-	pushed := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: names.CurveSecretName(child), Namespace: ns},
-		Data:       map[string][]byte{names.KeyCurveCert: curve.File(cert)},
+	push := func() *corev1.Secret {
+		t.Helper()
+		pushed := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: names.CurveSecretName(child), Namespace: ns},
+			Data:       map[string][]byte{names.KeyCurveCert: curve.File(cert)},
+		}
+		origin(pushed, "root-uid")
+		require.NoError(t, h.c.Create(ctx, pushed))
+		return pushed
 	}
-	origin(pushed, "root-uid")
-	require.NoError(t, h.c.Create(ctx, pushed))
+	pushed := push()
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		require.NoError(c, h.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.JobName(child)}, &batchv1.Job{}))
 	}, 30*time.Second, 100*time.Millisecond, "the brokers never started with the pushed Secret")
 	h.waitCondition(t, child, fluxv1alpha2.ConditionFailed, metav1.ConditionFalse, fluxv1alpha2.ReasonJobRunning)
 	require.NoError(t, h.c.Get(ctx, client.ObjectKeyFromObject(pushed), secret))
 	require.Equal(t, curve.File(cert), secret.Data[names.KeyCurveCert], "the pushed certificate is used as it is")
+
+	// Deleted, it is not replaced by one of the child's own: the child waits for the hub again.
+	require.NoError(t, h.c.Delete(ctx, pushed))
+	h.waitCondition(t, child, fluxv1alpha2.ConditionReady, metav1.ConditionFalse, fluxv1alpha2.ReasonCurveSecretPending)
+	require.True(t, apierrors.IsNotFound(h.c.Get(ctx, client.ObjectKeyFromObject(pushed), secret)))
+	push()
+	h.waitCondition(t, child, fluxv1alpha2.ConditionReady, metav1.ConditionFalse, fluxv1alpha2.ReasonPodsNotReady)
+}
+
+// TestDriftIsCorrected changes or deletes, by hand, each kind of object the reconciler owns, and
+// waits for the reconciler to put it back. Nothing polls: the watches bring the MiniCluster back.
+func TestDriftIsCorrected(t *testing.T) {
+	h := startManager(t)
+	ctx := context.Background()
+	// start creates a settled MiniCluster in a namespace of its own.
+	start := func(t *testing.T) *fluxv1alpha2.MiniCluster {
+		t.Helper()
+		mc := v1alpha2test.MiniCluster("drift").Namespace(h.namespace(t)).Size(2).MaxSize(4).Obj()
+		require.NoError(t, h.c.Create(ctx, mc))
+		h.settle(t, mc)
+		return mc
+	}
+	eventually := func(t *testing.T, f func(c *assert.CollectT)) {
+		t.Helper()
+		require.EventuallyWithT(t, f, 20*time.Second, 50*time.Millisecond)
+	}
+
+	t.Run("an edited key of the flux ConfigMap", func(t *testing.T) {
+		mc := start(t)
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: names.ConfigMapName(mc), Namespace: mc.Namespace}}
+		h.get(t, cm)
+		want := cm.Data[names.KeyHostlist]
+		cm.Data[names.KeyHostlist] = "elsewhere-[0-7]"
+		require.NoError(t, h.c.Update(ctx, cm))
+		eventually(t, func(c *assert.CollectT) {
+			require.NoError(c, h.c.Get(ctx, client.ObjectKeyFromObject(cm), cm))
+			require.Equal(c, want, cm.Data[names.KeyHostlist])
+		})
+	})
+
+	t.Run("a deleted headless Service", func(t *testing.T) {
+		mc := start(t)
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: mc.Name, Namespace: mc.Namespace}}
+		h.get(t, svc)
+		require.NoError(t, h.c.Delete(ctx, svc))
+		eventually(t, func(c *assert.CollectT) {
+			again := &corev1.Service{}
+			require.NoError(c, h.c.Get(ctx, client.ObjectKeyFromObject(svc), again))
+			require.NotEqual(c, svc.UID, again.UID)
+			require.Equal(c, mc.UID, metav1.GetControllerOf(again).UID)
+			require.Equal(c, corev1.ClusterIPNone, again.Spec.ClusterIP)
+		})
+	})
+
+	t.Run("the Job's parallelism changed by hand", func(t *testing.T) {
+		mc := start(t)
+		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: names.JobName(mc), Namespace: mc.Namespace}}
+		h.get(t, job)
+		job.Spec.Parallelism = ptr.To(int32(4))
+		require.NoError(t, h.c.Update(ctx, job))
+		eventually(t, func(c *assert.CollectT) {
+			require.NoError(c, h.c.Get(ctx, client.ObjectKeyFromObject(job), job))
+			require.Equal(c, int32(2), *job.Spec.Parallelism)
+		})
+	})
+
+	t.Run("the deleted CURVE Secret of a root", func(t *testing.T) {
+		mc := start(t)
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: names.CurveSecretName(mc), Namespace: mc.Namespace}}
+		h.get(t, secret)
+		require.NoError(t, h.c.Delete(ctx, secret))
+		eventually(t, func(c *assert.CollectT) {
+			again := &corev1.Secret{}
+			require.NoError(c, h.c.Get(ctx, client.ObjectKeyFromObject(secret), again))
+			require.NotEqual(c, secret.UID, again.UID)
+			require.NotEqual(c, secret.Data[names.KeyCurveCert], again.Data[names.KeyCurveCert], "a new certificate")
+		})
+		// The user hears that the running brokers hold the old one, and what to do.
+		eventually(t, func(c *assert.CollectT) {
+			var regenerated []eventsv1.Event
+			for _, e := range h.events(c, mc) {
+				if e.Reason == ReasonCurveSecretRegenerated {
+					regenerated = append(regenerated, e)
+				}
+			}
+			require.Len(c, regenerated, 1)
+			require.Equal(c, corev1.EventTypeWarning, regenerated[0].Type)
+			require.Contains(c, regenerated[0].Note, "Brokers started before hold the old certificate and will not join brokers that start with the new one")
+			require.Contains(c, regenerated[0].Note, "kubectl delete pods -n "+mc.Namespace+" -l fluxfed.io/minicluster=drift")
+		})
+	})
+
+	t.Run("the CURVE Secret stripped of its labels", func(t *testing.T) {
+		mc := start(t)
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: names.CurveSecretName(mc), Namespace: mc.Namespace}}
+		h.get(t, secret)
+		stripped := secret.DeepCopy()
+		stripped.Labels = nil
+		require.NoError(t, h.c.Update(ctx, stripped))
+		eventually(t, func(c *assert.CollectT) {
+			again := &corev1.Secret{}
+			require.NoError(c, h.c.Get(ctx, client.ObjectKeyFromObject(secret), again))
+			require.Equal(c, names.SelectorLabels(mc), again.Labels)
+			require.Equal(c, secret.UID, again.UID, "the same Secret")
+			require.Equal(c, secret.Data, again.Data, "the same certificate")
+		})
+		require.Empty(t, h.eventReasons(t, mc)[ReasonCurveSecretRegenerated], "nothing was regenerated")
+	})
 }

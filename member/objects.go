@@ -41,7 +41,7 @@ func (r *Reconciler) reconcileObjects(ctx context.Context, mc *fluxv1alpha2.Mini
 		return obs, &invalidSpecError{err: err}
 	}
 	obs.hostlist = rendered.Layout.GlobalHostlist
-	if err := r.ensureCurveSecret(ctx, mc); err != nil {
+	if err := r.ensureCurveSecret(ctx, mc, &obs); err != nil {
 		return obs, err
 	}
 	for _, o := range rendered.Objects {

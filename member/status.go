@@ -26,6 +26,9 @@ type observation struct {
 	job *batchv1.Job
 	// hostlist is the global rank-ordered hostlist, empty when the spec could not be rendered.
 	hostlist string
+	// events are what the reconcile did that the user must hear about, recorded once the
+	// status is written.
+	events []event
 }
 
 // computeStatus returns the status fields the member reconciler owns, computed from scratch from
@@ -69,14 +72,16 @@ func computeStatus(mc *fluxv1alpha2.MiniCluster, obs observation, err error, now
 
 	var wait *waitError
 	switch {
-	case job == nil && errors.As(err, &wait):
-		set(fluxv1alpha2.ConditionReady, metav1.ConditionFalse, wait.reason, wait.message)
-	case job == nil:
-		set(fluxv1alpha2.ConditionReady, metav1.ConditionFalse, fluxv1alpha2.ReasonPodsNotReady, "the broker Job does not exist yet")
 	case complete:
 		set(fluxv1alpha2.ConditionReady, metav1.ConditionFalse, fluxv1alpha2.ReasonJobComplete, "the broker Job completed; its pods have finished")
 	case jobFailed != nil:
 		set(fluxv1alpha2.ConditionReady, metav1.ConditionFalse, fluxv1alpha2.ReasonJobFailed, "the broker Job failed")
+	case errors.As(err, &wait):
+		// Running brokers may be ready, but nothing of the MiniCluster is applied until the wait
+		// ends, and a broker pod that starts now cannot mount its certificate.
+		set(fluxv1alpha2.ConditionReady, metav1.ConditionFalse, wait.reason, wait.message)
+	case job == nil:
+		set(fluxv1alpha2.ConditionReady, metav1.ConditionFalse, fluxv1alpha2.ReasonPodsNotReady, "the broker Job does not exist yet")
 	case st.Ready >= mc.Spec.Size:
 		set(fluxv1alpha2.ConditionReady, metav1.ConditionTrue, fluxv1alpha2.ReasonPodsReady,
 			fmt.Sprintf("%d of %d broker pods are ready", st.Ready, mc.Spec.Size))

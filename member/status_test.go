@@ -100,6 +100,17 @@ func TestComputeStatus(t *testing.T) {
 			wantMsg: map[string]string{fluxv1alpha2.ConditionReady: "waiting for the hub to push Secret flux-sample-curve with the root's CURVE certificate"},
 		},
 		{
+			name: "a running child whose Secret is gone waits too",
+			mc:   sample().Size(2).Obj(),
+			obs:  observation{job: job(2, 2)},
+			err:  &waitError{reason: fluxv1alpha2.ReasonCurveSecretPending, message: "waiting for the hub"},
+			want: map[string]cond{
+				fluxv1alpha2.ConditionReady:  {metav1.ConditionFalse, fluxv1alpha2.ReasonCurveSecretPending},
+				fluxv1alpha2.ConditionFailed: {metav1.ConditionFalse, fluxv1alpha2.ReasonJobRunning},
+			},
+			wantSize: 2, wantReady: 2,
+		},
+		{
 			name: "a refused change fails, the running Job is still reported",
 			mc:   sample().Size(2).Obj(),
 			obs:  observation{job: job(2, 2)},
