@@ -83,11 +83,9 @@ func computeStatus(mc *fluxv1alpha2.MiniCluster, obs observation, err error, now
 	case job == nil:
 		set(fluxv1alpha2.ConditionReady, metav1.ConditionFalse, fluxv1alpha2.ReasonPodsNotReady, "the broker Job does not exist yet")
 	case st.Ready >= mc.Spec.Size:
-		set(fluxv1alpha2.ConditionReady, metav1.ConditionTrue, fluxv1alpha2.ReasonPodsReady,
-			fmt.Sprintf("%d of %d broker pods are ready", st.Ready, mc.Spec.Size))
+		set(fluxv1alpha2.ConditionReady, metav1.ConditionTrue, fluxv1alpha2.ReasonPodsReady, readyMessage(st.Ready, mc.Spec.Size))
 	default:
-		set(fluxv1alpha2.ConditionReady, metav1.ConditionFalse, fluxv1alpha2.ReasonPodsNotReady,
-			fmt.Sprintf("%d of %d broker pods are ready", st.Ready, mc.Spec.Size))
+		set(fluxv1alpha2.ConditionReady, metav1.ConditionFalse, fluxv1alpha2.ReasonPodsNotReady, readyMessage(st.Ready, mc.Spec.Size))
 	}
 
 	if complete {
@@ -106,6 +104,19 @@ func computeStatus(mc *fluxv1alpha2.MiniCluster, obs observation, err error, now
 		set(fluxv1alpha2.ConditionFailed, metav1.ConditionFalse, fluxv1alpha2.ReasonJobRunning, "no failure observed")
 	}
 	return st
+}
+
+// readyMessage says how many of size broker pods are ready. After spec.size was lowered the Job
+// still counts the pods it is stopping for a moment: they are not part of the size.
+func readyMessage(ready, size int32) string {
+	if extra := ready - size; extra > 0 {
+		verb := "is"
+		if extra > 1 {
+			verb = "are"
+		}
+		return fmt.Sprintf("%d of %d broker pods are ready; %d more %s shutting down", size, size, extra, verb)
+	}
+	return fmt.Sprintf("%d of %d broker pods are ready", ready, size)
 }
 
 func jobCondition(job *batchv1.Job, t batchv1.JobConditionType) *batchv1.JobCondition {

@@ -66,6 +66,18 @@ func TestComputeStatus(t *testing.T) {
 			wantMsg: map[string]string{fluxv1alpha2.ConditionReady: "4 of 4 broker pods are ready"},
 		},
 		{
+			name: "scaled down, one pod still stopping", mc: sample().Size(1).MaxSize(4).Obj(), obs: observation{job: job(1, 2)},
+			wantSize: 1, wantReady: 2,
+			want:    map[string]cond{fluxv1alpha2.ConditionReady: {metav1.ConditionTrue, fluxv1alpha2.ReasonPodsReady}},
+			wantMsg: map[string]string{fluxv1alpha2.ConditionReady: "1 of 1 broker pods are ready; 1 more is shutting down"},
+		},
+		{
+			name: "scaled down, two pods still stopping", mc: sample().Size(2).MaxSize(4).Obj(), obs: observation{job: job(2, 4)},
+			wantSize: 2, wantReady: 4,
+			want:    map[string]cond{fluxv1alpha2.ConditionReady: {metav1.ConditionTrue, fluxv1alpha2.ReasonPodsReady}},
+			wantMsg: map[string]string{fluxv1alpha2.ConditionReady: "2 of 2 broker pods are ready; 2 more are shutting down"},
+		},
+		{
 			name: "job complete",
 			mc:   sample().Size(2).Obj(),
 			obs:  observation{job: job(2, 0, batchv1.JobCondition{Type: batchv1.JobComplete, Status: corev1.ConditionTrue})},
