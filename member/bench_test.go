@@ -9,15 +9,25 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/api/v1alpha2/v1alpha2test"
+	"github.com/fluxfed/fluxfed/member/render/names"
 )
 
-var benchIdle = flag.Duration("fluxfed.idle", 60*time.Second, "how long BenchmarkHundredMiniClusters watches for requests once everything exists")
+var (
+	benchIdle = flag.Duration("fluxfed.idle", 60*time.Second, "how long BenchmarkHundredMiniClusters watches for requests once everything exists")
+	benchWait = flag.Duration("fluxfed.wait", 3*time.Minute, "how long BenchmarkHundredMiniClusters waits for every MiniCluster before it fails")
+)
 
 // BenchmarkHundredMiniClusters measures the reconciler on 100 MiniClusters (size 4) against
-// one API server, two ways, and reports the API requests it makes per MiniCluster and, once
+// one API server, two ways, fails unless every one ends with all its objects and without
+// Failed=True, and reports the API requests it makes per MiniCluster and, once
 // everything exists, while nothing changes:
 //
 //   - backlog: 100 MiniClusters exist when the manager starts (an operator upgrade, or a burst
@@ -36,10 +46,11 @@ func BenchmarkHundredMiniClusters(b *testing.B) {
 				h := startAPIServer(b)
 				ctx := context.Background()
 				ns := h.namespace(b)
+				// The Flux Operator's shape: no spec.network.headlessName, so every MiniCluster
+				// has the Service of its name.
 				mcs := make([]*fluxv1alpha2.MiniCluster, n)
 				for i := range mcs {
-					mcs[i] = newMiniCluster(ns, fmt.Sprintf("mc-%03d", i), 4)
-					mcs[i].Spec.Network.HeadlessName = mcs[i].Name
+					mcs[i] = v1alpha2test.MiniCluster(fmt.Sprintf("mc-%03d", i)).Namespace(ns).Size(4).Obj()
 				}
 				if mode == "backlog" {
 					createAll(b, h, mcs)
@@ -50,11 +61,20 @@ func BenchmarkHundredMiniClusters(b *testing.B) {
 				if mode == "live" {
 					createAll(b, h, mcs)
 				}
-				for !h.allRendered(ctx, ns, n) {
+				// A status of its generation is written once every object was applied or one
+				// failed: wait for those (a cheap list), then check the objects.
+				deadline := time.Now().Add(*benchWait)
+				for !h.allReported(ctx, ns, n) {
+					if time.Now().After(deadline) {
+						b.Fatalf("not every MiniCluster has a status after %s", *benchWait)
+					}
 					time.Sleep(20 * time.Millisecond)
 				}
 				elapsed := time.Since(t0)
 				b.StopTimer()
+				if missing := h.notRendered(ctx, ns, mcs); len(missing) > 0 {
+					b.Fatalf("%d things are missing of the %d MiniClusters: %v", len(missing), n, missing)
+				}
 
 				made := len(h.requests.requestsSince(0))
 				idleStart := h.requests.mark()
@@ -94,15 +114,11 @@ func createAll(b *testing.B, h *harness, mcs []*fluxv1alpha2.MiniCluster) {
 	}
 }
 
-// allRendered reports whether all n MiniClusters of the namespace have their Job and a status
-// computed from their generation.
-func (h *harness) allRendered(ctx context.Context, ns string, n int) bool {
-	var jobs batchv1.JobList
-	if err := h.c.List(ctx, &jobs, client.InNamespace(ns)); err != nil || len(jobs.Items) < n {
-		return false
-	}
+// allReported reports whether all n MiniClusters of the namespace have a status computed from
+// their generation.
+func (h *harness) allReported(ctx context.Context, ns string, n int) bool {
 	var mcs fluxv1alpha2.MiniClusterList
-	if err := h.c.List(ctx, &mcs, client.InNamespace(ns)); err != nil {
+	if err := h.c.List(ctx, &mcs, client.InNamespace(ns)); err != nil || len(mcs.Items) < n {
 		return false
 	}
 	for _, mc := range mcs.Items {
@@ -110,5 +126,58 @@ func (h *harness) allRendered(ctx context.Context, ns string, n int) bool {
 			return false
 		}
 	}
-	return len(mcs.Items) == n
+	return true
+}
+
+// notRendered returns, for each of mcs that does not have all its objects and a status of its
+// generation without Failed=True, what it lacks.
+func (h *harness) notRendered(ctx context.Context, ns string, mcs []*fluxv1alpha2.MiniCluster) []string {
+	have := map[string]bool{}
+	lists := map[string]client.ObjectList{
+		"Job": &batchv1.JobList{}, "Service": &corev1.ServiceList{}, "ConfigMap": &corev1.ConfigMapList{}, "Secret": &corev1.SecretList{},
+	}
+	for kind, list := range lists {
+		if err := h.c.List(ctx, list, client.InNamespace(ns)); err != nil {
+			return []string{err.Error()}
+		}
+		if err := meta.EachListItem(list, func(obj runtime.Object) error {
+			have[kind+" "+obj.(client.Object).GetName()] = true
+			return nil
+		}); err != nil {
+			return []string{err.Error()}
+		}
+	}
+	var got fluxv1alpha2.MiniClusterList
+	if err := h.c.List(ctx, &got, client.InNamespace(ns)); err != nil {
+		return []string{err.Error()}
+	}
+	stored := map[string]fluxv1alpha2.MiniCluster{}
+	for _, mc := range got.Items {
+		stored[mc.Name] = mc
+	}
+
+	var missing []string
+	for _, want := range mcs {
+		mc, ok := stored[want.Name]
+		if !ok {
+			missing = append(missing, want.Name+": not created")
+			continue
+		}
+		for _, obj := range []string{
+			"Job " + names.JobName(&mc), "Service " + mc.HeadlessName(), "ConfigMap " + names.ConfigMapName(&mc),
+			"ConfigMap " + names.EntrypointConfigMapName(&mc), "Secret " + names.CurveSecretName(&mc),
+		} {
+			if !have[obj] {
+				missing = append(missing, mc.Name+": no "+obj)
+			}
+		}
+		failed := meta.FindStatusCondition(mc.Status.Conditions, fluxv1alpha2.ConditionFailed)
+		switch {
+		case mc.Status.ObservedGeneration != mc.Generation || failed == nil:
+			missing = append(missing, mc.Name+": no status of its generation")
+		case failed.Status == metav1.ConditionTrue:
+			missing = append(missing, mc.Name+": Failed: "+failed.Message)
+		}
+	}
+	return missing
 }

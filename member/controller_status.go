@@ -14,18 +14,42 @@ import (
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 )
 
+// event is an event for the MiniCluster, queued until its status is written.
+type event struct {
+	eventType, reason, action, note string
+}
+
 // updateStatus writes the status fields this reconciler owns when they changed, then records an
-// event for each condition that moved. Status is written with server-side apply under the
-// member's field owner: the hub writes its own fields of the same status the same way.
-func (r *Reconciler) updateStatus(ctx context.Context, mc *fluxv1alpha2.MiniCluster, obs observation) error {
-	key := client.ObjectKeyFromObject(mc)
-	if v, ok := r.statusWrittenAt.Load(key); ok && v == mc.ResourceVersion {
-		return nil
+// event for each condition that moved and the events the reconcile queued: never before the
+// write succeeded, so an event does not tell of a state the status does not show (and a failed
+// write, retried, does not repeat it). Status is written with server-side apply under the
+// member's field owner: the hub writes its own fields of the same status the same way. An error
+// the status cannot name (see errors.go) writes no status: what was observed is incomplete.
+func (r *Reconciler) updateStatus(ctx context.Context, mc *fluxv1alpha2.MiniCluster, obs observation, reconcileErr error) error {
+	events := obs.events
+	if reported(reconcileErr) && !r.cacheLags(mc) {
+		st := computeStatus(mc, obs, reconcileErr, metav1.NewTime(r.clock()))
+		if statusChanged(mc.Status, st) {
+			if err := r.writeStatus(ctx, mc, st); err != nil {
+				return err
+			}
+			events = append(conditionEvents(mc.Status.Conditions, st.Conditions), events...)
+		}
 	}
-	st := computeStatus(mc, obs, metav1.NewTime(r.clock()))
-	if !statusChanged(mc.Status, st) {
-		return nil
+	for _, e := range events {
+		r.recorder.Eventf(mc, nil, e.eventType, e.reason, e.action, "%s", e.note)
 	}
+	return nil
+}
+
+// cacheLags reports whether mc is the version the last status write was made on: the cache has
+// not seen the write yet, and the same status must not be written again.
+func (r *Reconciler) cacheLags(mc *fluxv1alpha2.MiniCluster) bool {
+	v, ok := r.statusWrittenAt.Load(client.ObjectKeyFromObject(mc))
+	return ok && v == mc.ResourceVersion
+}
+
+func (r *Reconciler) writeStatus(ctx context.Context, mc *fluxv1alpha2.MiniCluster, st fluxv1alpha2.MiniClusterStatus) error {
 	u, err := statusApplyObject(mc, st)
 	if err != nil {
 		return err
@@ -34,8 +58,14 @@ func (r *Reconciler) updateStatus(ctx context.Context, mc *fluxv1alpha2.MiniClus
 		client.FieldOwner(fluxv1alpha2.FieldOwnerMember), client.ForceOwnership); err != nil {
 		return fmt.Errorf("writing the status: %w", err)
 	}
-	r.statusWrittenAt.Store(key, mc.ResourceVersion)
-	for _, c := range transitions(mc.Status.Conditions, st.Conditions) {
+	r.statusWrittenAt.Store(client.ObjectKeyFromObject(mc), mc.ResourceVersion)
+	return nil
+}
+
+// conditionEvents returns an event for each owned condition that moved from before to after.
+func conditionEvents(before, after []metav1.Condition) []event {
+	var out []event
+	for _, c := range transitions(before, after) {
 		eventType := corev1.EventTypeNormal
 		if (c.Type == fluxv1alpha2.ConditionFailed && c.Status == metav1.ConditionTrue) ||
 			(c.Type == fluxv1alpha2.ConditionReady && c.Status == metav1.ConditionFalse && c.Reason != fluxv1alpha2.ReasonJobComplete) {
@@ -43,9 +73,10 @@ func (r *Reconciler) updateStatus(ctx context.Context, mc *fluxv1alpha2.MiniClus
 		}
 		// The action is the condition type: the events library folds events with the same reason and
 		// action into one series, and two conditions may move for the same reason.
-		r.recorder.Eventf(mc, nil, eventType, c.Reason, c.Type, "%s=%s: %s", c.Type, c.Status, c.Message)
+		out = append(out, event{eventType: eventType, reason: c.Reason, action: c.Type,
+			note: fmt.Sprintf("%s=%s: %s", c.Type, c.Status, c.Message)})
 	}
-	return nil
+	return out
 }
 
 // statusApplyObject is the server-side apply request for the member-owned status fields.

@@ -3,6 +3,7 @@ package member
 import (
 	"context"
 	"crypto/rand"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -27,6 +28,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/api/v1alpha2/v1alpha2test"
 	"github.com/fluxfed/fluxfed/e2e/testenv"
 	"github.com/fluxfed/fluxfed/member/render/curve"
 	"github.com/fluxfed/fluxfed/member/render/names"
@@ -75,6 +77,19 @@ func (c *requestCounter) writesSince(mark int) []string {
 	var out []string
 	for _, p := range c.paths[mark:] {
 		if !strings.HasPrefix(p, "GET ") && !strings.HasPrefix(p, "WATCH ") {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// readsSince returns the GET requests made after mark.
+func (c *requestCounter) readsSince(mark int) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, p := range c.paths[mark:] {
+		if strings.HasPrefix(p, "GET ") {
 			out = append(out, p)
 		}
 	}
@@ -141,16 +156,6 @@ func (h *harness) namespace(t testing.TB) string {
 	return ns.Name
 }
 
-func newMiniCluster(ns, name string, size int32) *fluxv1alpha2.MiniCluster {
-	return &fluxv1alpha2.MiniCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: fluxv1alpha2.MiniClusterSpec{
-			Size:       size,
-			Containers: []fluxv1alpha2.Container{{Image: "ghcr.io/rse-ops/lammps-mpich:tag-latest", Command: "lmp -in in.reaxc.hns"}},
-		},
-	}
-}
-
 func (h *harness) get(t *testing.T, obj client.Object) {
 	t.Helper()
 	require.NoError(t, h.c.Get(context.Background(), client.ObjectKeyFromObject(obj), obj))
@@ -174,15 +179,15 @@ func TestReconcileCreatesAnOwnedFluxInstance(t *testing.T) {
 	h := startManager(t)
 	ctx := context.Background()
 	ns := h.namespace(t)
-	mc := newMiniCluster(ns, "flux-sample", 2)
-	mc.Spec.MaxSize = 4
+	mc := v1alpha2test.MiniCluster("flux-sample").Namespace(ns).Size(2).MaxSize(4).Obj()
 	require.NoError(t, h.c.Create(ctx, mc))
 	h.waitCondition(t, mc, fluxv1alpha2.ConditionReady, metav1.ConditionFalse, fluxv1alpha2.ReasonPodsNotReady)
 	h.get(t, mc)
 
 	objects := []client.Object{
 		&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: names.JobName(mc), Namespace: ns}},
-		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "flux-service", Namespace: ns}},
+		// No spec.network.headlessName: the Service is named after the MiniCluster.
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "flux-sample", Namespace: ns}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: names.ConfigMapName(mc), Namespace: ns}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: names.EntrypointConfigMapName(mc), Namespace: ns}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: names.CurveSecretName(mc), Namespace: ns}},
@@ -198,10 +203,12 @@ func TestReconcileCreatesAnOwnedFluxInstance(t *testing.T) {
 	job := objects[0].(*batchv1.Job)
 	require.Equal(t, int32(2), *job.Spec.Parallelism)
 	require.Equal(t, int32(2), *job.Spec.Completions)
+	require.Equal(t, "flux-sample", job.Spec.Template.Spec.Subdomain)
 
 	flux := objects[2].(*corev1.ConfigMap)
 	require.Equal(t, "flux-sample-[0-3]", flux.Data[names.KeyHostlist])
 	require.Contains(t, flux.Data[names.KeyBrokerTOML], "default_port = 8050")
+	require.Contains(t, flux.Data[names.KeyBrokerTOML], "%h.flux-sample."+ns+".svc.cluster.local")
 	for key, value := range objects[3].(*corev1.ConfigMap).Data {
 		require.NotContains(t, value, "secret-key", "entrypoint script %s", key)
 	}
@@ -236,7 +243,7 @@ func (h *harness) settle(t *testing.T, mc *fluxv1alpha2.MiniCluster) {
 func TestReconcileOfAnUnchangedMiniClusterWritesNothing(t *testing.T) {
 	h := startManager(t)
 	ctx := context.Background()
-	mc := newMiniCluster(h.namespace(t), "idle", 3)
+	mc := v1alpha2test.MiniCluster("idle").Namespace(h.namespace(t)).Size(3).Obj()
 	require.NoError(t, h.c.Create(ctx, mc))
 	h.settle(t, mc)
 
@@ -247,12 +254,13 @@ func TestReconcileOfAnUnchangedMiniClusterWritesNothing(t *testing.T) {
 	require.NoError(t, h.c.Update(ctx, mc))
 	time.Sleep(2 * time.Second)
 	require.Empty(t, h.requests.writesSince(mark), "a reconcile of an unchanged MiniCluster must not write")
+	require.Empty(t, h.requests.readsSince(mark), "a reconcile of an unchanged MiniCluster reads its cache only")
 }
 
 func TestStatusFollowsTheJob(t *testing.T) {
 	h := startManager(t)
 	ctx := context.Background()
-	mc := newMiniCluster(h.namespace(t), "tracked", 2)
+	mc := v1alpha2test.MiniCluster("tracked").Namespace(h.namespace(t)).Size(2).Obj()
 	require.NoError(t, h.c.Create(ctx, mc))
 	h.waitCondition(t, mc, fluxv1alpha2.ConditionReady, metav1.ConditionFalse, fluxv1alpha2.ReasonPodsNotReady)
 
@@ -290,28 +298,49 @@ func TestStatusFollowsTheJob(t *testing.T) {
 
 	// One event per transition, not one per reconcile.
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		var list eventsv1.EventList
-		require.NoError(c, h.c.List(ctx, &list, client.InNamespace(mc.Namespace)))
-		reasons := map[string]int{}
-		for _, e := range list.Items {
-			if e.Regarding.Name == mc.Name {
-				reasons[e.Reason]++
-			}
-		}
-		require.Equal(c, map[string]int{fluxv1alpha2.ReasonPodsReady: 1, fluxv1alpha2.ReasonJobComplete: 2}, reasons)
+		require.Equal(c, map[string]int{fluxv1alpha2.ReasonPodsReady: 1, fluxv1alpha2.ReasonJobComplete: 2}, h.eventReasons(c, mc))
 	}, 10*time.Second, 100*time.Millisecond)
 }
 
-func TestScalingChangesTheJobInPlace(t *testing.T) {
+// eventReasons counts the events recorded on mc by reason.
+func (h *harness) eventReasons(c require.TestingT, mc *fluxv1alpha2.MiniCluster) map[string]int {
+	reasons := map[string]int{}
+	for _, e := range h.events(c, mc) {
+		reasons[e.Reason]++
+	}
+	return reasons
+}
+
+// events returns the events recorded on mc.
+func (h *harness) events(c require.TestingT, mc *fluxv1alpha2.MiniCluster) []eventsv1.Event {
+	var list eventsv1.EventList
+	require.NoError(c, h.c.List(context.Background(), &list, client.InNamespace(mc.Namespace)))
+	var out []eventsv1.Event
+	for _, e := range list.Items {
+		if e.Regarding.Name == mc.Name && e.Regarding.Kind == "MiniCluster" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// TestScalingWithinMaxSizeRestartsNothing scales a MiniCluster that reserved its ranks with
+// maxSize: the Job stays the same, with the same pod template, and only its parallelism and
+// completions change; the brokers' configuration stays as it is.
+func TestScalingWithinMaxSizeRestartsNothing(t *testing.T) {
 	h := startManager(t)
 	ctx := context.Background()
-	mc := newMiniCluster(h.namespace(t), "elastic", 2)
-	mc.Spec.MaxSize = 5
+	mc := v1alpha2test.MiniCluster("elastic").Namespace(h.namespace(t)).Size(2).MaxSize(5).Obj()
 	require.NoError(t, h.c.Create(ctx, mc))
 	h.settle(t, mc)
 	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: names.JobName(mc), Namespace: mc.Namespace}}
 	h.get(t, job)
 	before := job.DeepCopy()
+	// broker.toml and the hostlist hold maxSize hosts already. (The entrypoint ConfigMap does
+	// change: the broker quorum of a lead broker that starts later follows spec.size.)
+	flux := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: names.ConfigMapName(mc), Namespace: mc.Namespace}}
+	h.get(t, flux)
+	fluxVersion := flux.ResourceVersion
 
 	for _, size := range []int32{4, 1, 5} {
 		h.get(t, mc)
@@ -323,8 +352,11 @@ func TestScalingChangesTheJobInPlace(t *testing.T) {
 		require.Equal(t, size, *job.Spec.Completions, "completions")
 		require.Equal(t, before.UID, job.UID, "the Job is the same: running brokers are not restarted")
 		require.Equal(t, before.Spec.Template, job.Spec.Template, "the pod template is unchanged")
+		h.get(t, flux)
+		require.Equal(t, fluxVersion, flux.ResourceVersion, "the brokers' configuration changed")
 		h.get(t, mc)
 		require.Equal(t, size, mc.Status.Size)
+		require.Equal(t, "elastic-[0-4]", mc.Status.Hostlist)
 		failed := meta.FindStatusCondition(mc.Status.Conditions, fluxv1alpha2.ConditionFailed)
 		require.Equal(t, metav1.ConditionFalse, failed.Status, failed.Message)
 	}
@@ -339,50 +371,75 @@ func TestScalingChangesTheJobInPlace(t *testing.T) {
 		require.NoError(c, h.c.Get(ctx, client.ObjectKeyFromObject(job), job))
 		require.Equal(c, int32(3), *job.Spec.Parallelism)
 	}, 20*time.Second, 50*time.Millisecond)
+	require.Equal(t, before.UID, job.UID)
+	require.Equal(t, before.Spec.Template, job.Spec.Template)
 }
 
 func TestAChangeTheJobCannotTakeIsReportedNotRetried(t *testing.T) {
 	h := startManager(t)
 	ctx := context.Background()
-	mc := newMiniCluster(h.namespace(t), "frozen", 2)
+	mc := v1alpha2test.MiniCluster("frozen").Namespace(h.namespace(t)).Size(2).Obj()
 	require.NoError(t, h.c.Create(ctx, mc))
 	h.settle(t, mc)
 
 	h.get(t, mc)
-	mc.Spec.Containers[0].Image = "ghcr.io/rse-ops/lammps-mpich:tag-other"
+	mc.Spec.Containers[0].Image = "rockylinux:10"
 	require.NoError(t, h.c.Update(ctx, mc))
 	h.waitCondition(t, mc, fluxv1alpha2.ConditionFailed, metav1.ConditionTrue, fluxv1alpha2.ReasonImmutableFieldChanged)
+	h.get(t, mc)
+	require.Contains(t, meta.FindStatusCondition(mc.Status.Conditions, fluxv1alpha2.ConditionFailed).Message, "Job "+mc.Namespace+"/frozen")
 
 	mark := h.requests.mark()
 	time.Sleep(3 * time.Second)
 	require.Empty(t, h.requests.writesSince(mark), "a refused change must not be retried in a loop")
 }
 
-func TestTwoMiniClustersCannotShareAHeadlessService(t *testing.T) {
+// TestMiniClustersOfANamespaceHaveAServiceEach checks that MiniClusters without
+// spec.network.headlessName do not share a Service, and that one that names another's Service
+// is refused without touching it.
+func TestMiniClustersOfANamespaceHaveAServiceEach(t *testing.T) {
 	h := startManager(t)
 	ctx := context.Background()
 	ns := h.namespace(t)
-	first := newMiniCluster(ns, "first", 1)
+	first := v1alpha2test.MiniCluster("first").Namespace(ns).Obj()
+	second := v1alpha2test.MiniCluster("second").Namespace(ns).Obj()
 	require.NoError(t, h.c.Create(ctx, first))
-	h.settle(t, first)
-
-	second := newMiniCluster(ns, "second", 1)
 	require.NoError(t, h.c.Create(ctx, second))
-	h.waitCondition(t, second, fluxv1alpha2.ConditionFailed, metav1.ConditionTrue, fluxv1alpha2.ReasonApplyFailed)
-	h.get(t, second)
-	require.Contains(t, meta.FindStatusCondition(second.Status.Conditions, fluxv1alpha2.ConditionFailed).Message, "spec.network.headlessName")
+	for _, mc := range []*fluxv1alpha2.MiniCluster{first, second} {
+		h.waitCondition(t, mc, fluxv1alpha2.ConditionFailed, metav1.ConditionFalse, fluxv1alpha2.ReasonJobRunning)
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: mc.Name, Namespace: ns}}
+		h.get(t, svc)
+		h.get(t, mc)
+		require.Equal(t, mc.UID, metav1.GetControllerOf(svc).UID)
+		require.Equal(t, names.SelectorLabels(mc), svc.Spec.Selector, "each Service resolves its own MiniCluster's pods")
+	}
 
-	// Giving it a Service of its own fixes it.
-	second.Spec.Network.HeadlessName = "second-service"
-	require.NoError(t, h.c.Update(ctx, second))
-	h.waitCondition(t, second, fluxv1alpha2.ConditionFailed, metav1.ConditionFalse, fluxv1alpha2.ReasonJobRunning)
+	// A third names the first one's Service.
+	third := v1alpha2test.MiniCluster("third").Namespace(ns).HeadlessName("first").Obj()
+	require.NoError(t, h.c.Create(ctx, third))
+	h.waitCondition(t, third, fluxv1alpha2.ConditionFailed, metav1.ConditionTrue, fluxv1alpha2.ReasonConflict)
+	h.get(t, third)
+	message := meta.FindStatusCondition(third.Status.Conditions, fluxv1alpha2.ConditionFailed).Message
+	require.Contains(t, message, "Service "+ns+"/first")
+	require.Contains(t, message, "spec.network.headlessName")
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "first", Namespace: ns}}
+	h.get(t, svc)
+	require.Equal(t, first.UID, metav1.GetControllerOf(svc).UID, "the first one's Service is left alone")
+	require.True(t, apierrors.IsNotFound(h.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.JobName(third)}, &batchv1.Job{})),
+		"no broker starts without its Service")
+
+	// Unset, the name is its own.
+	third.Spec.Network.HeadlessName = ""
+	require.NoError(t, h.c.Update(ctx, third))
+	h.waitCondition(t, third, fluxv1alpha2.ConditionFailed, metav1.ConditionFalse, fluxv1alpha2.ReasonJobRunning)
+	h.get(t, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "third", Namespace: ns}})
 }
 
 func TestCleanupDeletesTheFinishedPods(t *testing.T) {
 	h := startManager(t)
 	ctx := context.Background()
-	mc := newMiniCluster(h.namespace(t), "tidy", 2)
-	mc.Spec.Cleanup = true
+	mc := v1alpha2test.MiniCluster("tidy").Namespace(h.namespace(t)).Size(2).
+		Spec(func(s *fluxv1alpha2.MiniClusterSpec) { s.Cleanup = true }).Obj()
 	require.NoError(t, h.c.Create(ctx, mc))
 	h.settle(t, mc)
 
@@ -430,10 +487,9 @@ func TestCleanupDeletesTheFinishedPods(t *testing.T) {
 func TestASpecThatCannotBeRenderedIsReported(t *testing.T) {
 	h := startManager(t)
 	ctx := context.Background()
-	mc := newMiniCluster(h.namespace(t), "crooked", 2)
-	mc.Spec.Flux.Bursting.Clusters = []fluxv1alpha2.Burst{{Name: "burst-0", Size: 4}}
 	// kary:2 puts burst-0's second broker (rank 3) under rank 1, a root broker it cannot reach.
-	mc.Spec.Flux.Topology = "kary:2"
+	mc := v1alpha2test.MiniCluster("crooked").Namespace(h.namespace(t)).Size(2).Burst("burst-0", 4, "").
+		Spec(func(s *fluxv1alpha2.MiniClusterSpec) { s.Flux.Topology = "kary:2" }).Obj()
 	require.NoError(t, h.c.Create(ctx, mc))
 	h.waitCondition(t, mc, fluxv1alpha2.ConditionFailed, metav1.ConditionTrue, fluxv1alpha2.ReasonInvalidSpec)
 	h.get(t, mc)
@@ -451,8 +507,10 @@ func TestDeletingTheMiniClusterLeavesNothingBehind(t *testing.T) {
 	h.env.RunControllers(t, "garbagecollector")
 	ctx := context.Background()
 	ns := h.namespace(t)
-	mc := newMiniCluster(ns, "ephemeral", 2)
-	mc.Spec.Services = []fluxv1alpha2.Container{{Name: "registry", Image: "registry:2"}}
+	mc := v1alpha2test.MiniCluster("ephemeral").Namespace(ns).Size(2).
+		Spec(func(s *fluxv1alpha2.MiniClusterSpec) {
+			s.Services = []fluxv1alpha2.Container{{Name: "registry", Image: "registry:2"}}
+		}).Obj()
 	require.NoError(t, h.c.Create(ctx, mc))
 	h.settle(t, mc)
 
@@ -478,36 +536,50 @@ func TestASecretOfSomeoneElseIsNotTakenForTheCertificate(t *testing.T) {
 	h := startManager(t)
 	ctx := context.Background()
 	ns := h.namespace(t)
-	mc := newMiniCluster(ns, "squatted", 1)
+	mc := v1alpha2test.MiniCluster("squatted").Namespace(ns).Obj()
 	// Not labelled, so outside the reconciler's cache: only the API server knows it exists.
-	require.NoError(t, h.c.Create(ctx, &corev1.Secret{
+	squatter := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: names.CurveSecretName(mc), Namespace: ns},
 		StringData: map[string]string{"password": "hunter2"},
-	}))
+	}
+	require.NoError(t, h.c.Create(ctx, squatter))
 	require.NoError(t, h.c.Create(ctx, mc))
-	h.waitCondition(t, mc, fluxv1alpha2.ConditionFailed, metav1.ConditionTrue, fluxv1alpha2.ReasonApplyFailed)
+	h.waitCondition(t, mc, fluxv1alpha2.ConditionFailed, metav1.ConditionTrue, fluxv1alpha2.ReasonConflict)
 	h.get(t, mc)
 	require.Contains(t, meta.FindStatusCondition(mc.Status.Conditions, fluxv1alpha2.ConditionFailed).Message,
-		"Secret squatted-curve exists and does not belong to this MiniCluster")
+		"Secret "+ns+"/squatted-curve: exists and does not belong to this MiniCluster")
+	h.get(t, squatter)
+	require.Equal(t, "hunter2", string(squatter.Data["password"]), "the other Secret is left alone")
+	require.Empty(t, squatter.Labels)
+
+	// A conflict is retried: once the other Secret is gone, the MiniCluster gets its own.
+	require.NoError(t, h.c.Delete(ctx, squatter))
+	h.waitCondition(t, mc, fluxv1alpha2.ConditionFailed, metav1.ConditionFalse, fluxv1alpha2.ReasonJobRunning)
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: names.CurveSecretName(mc), Namespace: ns}}
+	h.get(t, secret)
+	h.get(t, mc)
+	require.Equal(t, mc.UID, metav1.GetControllerOf(secret).UID)
 }
 
 func TestAChildWaitsForTheCertificateTheHubPushes(t *testing.T) {
 	h := startManager(t)
 	ctx := context.Background()
 	ns := h.namespace(t)
+	originLabels := map[string]string{
+		fluxv1alpha2.LabelMiniCluster:     "burst-a",
+		fluxv1alpha2.LabelOriginHub:       "hub-1",
+		fluxv1alpha2.LabelOriginNamespace: "research",
+		fluxv1alpha2.LabelOriginName:      "root",
+	}
 	origin := func(obj metav1.Object, rootUID string) {
-		obj.SetLabels(map[string]string{
-			fluxv1alpha2.LabelMiniCluster:     "burst-a",
-			fluxv1alpha2.LabelOriginHub:       "hub-1",
-			fluxv1alpha2.LabelOriginNamespace: "research",
-			fluxv1alpha2.LabelOriginName:      "root",
-		})
+		obj.SetLabels(maps.Clone(originLabels))
 		obj.SetAnnotations(map[string]string{fluxv1alpha2.AnnotationOriginUID: rootUID})
 	}
-	child := newMiniCluster(ns, "burst-a", 2)
-	origin(child, "root-uid")
-	child.Spec.Flux.Bursting.LeadBroker = &fluxv1alpha2.LeadBroker{Name: "root", Address: "10.0.0.1", Port: 30050, Size: 2}
-	child.Spec.Flux.Bursting.Clusters = []fluxv1alpha2.Burst{{Name: "burst-a", Size: 2}}
+	child := v1alpha2test.MiniCluster("burst-a").Namespace(ns).Size(2).Labels(originLabels).Burst("burst-a", 2, "").
+		Spec(func(s *fluxv1alpha2.MiniClusterSpec) {
+			s.Flux.Bursting.LeadBroker = &fluxv1alpha2.LeadBroker{Name: "root", Address: "127.0.0.1", Port: 30050, Size: 2}
+		}).Obj()
+	child.Annotations = map[string]string{fluxv1alpha2.AnnotationOriginUID: "root-uid"}
 	require.NoError(t, h.c.Create(ctx, child))
 
 	// No Secret yet: the child waits and generates nothing of its own.
@@ -527,20 +599,133 @@ func TestAChildWaitsForTheCertificateTheHubPushes(t *testing.T) {
 	}
 	origin(stranger, "another-root-uid")
 	require.NoError(t, h.c.Create(ctx, stranger))
-	h.waitCondition(t, child, fluxv1alpha2.ConditionFailed, metav1.ConditionTrue, fluxv1alpha2.ReasonApplyFailed)
+	h.waitCondition(t, child, fluxv1alpha2.ConditionFailed, metav1.ConditionTrue, fluxv1alpha2.ReasonConflict)
 	require.NoError(t, h.c.Delete(ctx, stranger))
 
 	// The root's Secret arrives: the brokers start with it, unchanged.
-	pushed := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: names.CurveSecretName(child), Namespace: ns},
-		Data:       map[string][]byte{names.KeyCurveCert: curve.File(cert)},
+	push := func() *corev1.Secret {
+		t.Helper()
+		pushed := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: names.CurveSecretName(child), Namespace: ns},
+			Data:       map[string][]byte{names.KeyCurveCert: curve.File(cert)},
+		}
+		origin(pushed, "root-uid")
+		require.NoError(t, h.c.Create(ctx, pushed))
+		return pushed
 	}
-	origin(pushed, "root-uid")
-	require.NoError(t, h.c.Create(ctx, pushed))
+	pushed := push()
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		require.NoError(c, h.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.JobName(child)}, &batchv1.Job{}))
 	}, 30*time.Second, 100*time.Millisecond, "the brokers never started with the pushed Secret")
 	h.waitCondition(t, child, fluxv1alpha2.ConditionFailed, metav1.ConditionFalse, fluxv1alpha2.ReasonJobRunning)
 	require.NoError(t, h.c.Get(ctx, client.ObjectKeyFromObject(pushed), secret))
 	require.Equal(t, curve.File(cert), secret.Data[names.KeyCurveCert], "the pushed certificate is used as it is")
+
+	// Deleted, it is not replaced by one of the child's own: the child waits for the hub again.
+	require.NoError(t, h.c.Delete(ctx, pushed))
+	h.waitCondition(t, child, fluxv1alpha2.ConditionReady, metav1.ConditionFalse, fluxv1alpha2.ReasonCurveSecretPending)
+	require.True(t, apierrors.IsNotFound(h.c.Get(ctx, client.ObjectKeyFromObject(pushed), secret)))
+	push()
+	h.waitCondition(t, child, fluxv1alpha2.ConditionReady, metav1.ConditionFalse, fluxv1alpha2.ReasonPodsNotReady)
+}
+
+// TestDriftIsCorrected changes or deletes, by hand, each kind of object the reconciler owns, and
+// waits for the reconciler to put it back. Nothing polls: the watches bring the MiniCluster back.
+func TestDriftIsCorrected(t *testing.T) {
+	h := startManager(t)
+	ctx := context.Background()
+	// start creates a settled MiniCluster in a namespace of its own.
+	start := func(t *testing.T) *fluxv1alpha2.MiniCluster {
+		t.Helper()
+		mc := v1alpha2test.MiniCluster("drift").Namespace(h.namespace(t)).Size(2).MaxSize(4).Obj()
+		require.NoError(t, h.c.Create(ctx, mc))
+		h.settle(t, mc)
+		return mc
+	}
+	eventually := func(t *testing.T, f func(c *assert.CollectT)) {
+		t.Helper()
+		require.EventuallyWithT(t, f, 20*time.Second, 50*time.Millisecond)
+	}
+
+	t.Run("an edited key of the flux ConfigMap", func(t *testing.T) {
+		mc := start(t)
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: names.ConfigMapName(mc), Namespace: mc.Namespace}}
+		h.get(t, cm)
+		want := cm.Data[names.KeyHostlist]
+		cm.Data[names.KeyHostlist] = "elsewhere-[0-7]"
+		require.NoError(t, h.c.Update(ctx, cm))
+		eventually(t, func(c *assert.CollectT) {
+			require.NoError(c, h.c.Get(ctx, client.ObjectKeyFromObject(cm), cm))
+			require.Equal(c, want, cm.Data[names.KeyHostlist])
+		})
+	})
+
+	t.Run("a deleted headless Service", func(t *testing.T) {
+		mc := start(t)
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: mc.Name, Namespace: mc.Namespace}}
+		h.get(t, svc)
+		require.NoError(t, h.c.Delete(ctx, svc))
+		eventually(t, func(c *assert.CollectT) {
+			again := &corev1.Service{}
+			require.NoError(c, h.c.Get(ctx, client.ObjectKeyFromObject(svc), again))
+			require.NotEqual(c, svc.UID, again.UID)
+			require.Equal(c, mc.UID, metav1.GetControllerOf(again).UID)
+			require.Equal(c, corev1.ClusterIPNone, again.Spec.ClusterIP)
+		})
+	})
+
+	t.Run("the Job's parallelism changed by hand", func(t *testing.T) {
+		mc := start(t)
+		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: names.JobName(mc), Namespace: mc.Namespace}}
+		h.get(t, job)
+		job.Spec.Parallelism = ptr.To(int32(4))
+		require.NoError(t, h.c.Update(ctx, job))
+		eventually(t, func(c *assert.CollectT) {
+			require.NoError(c, h.c.Get(ctx, client.ObjectKeyFromObject(job), job))
+			require.Equal(c, int32(2), *job.Spec.Parallelism)
+		})
+	})
+
+	t.Run("the deleted CURVE Secret of a root", func(t *testing.T) {
+		mc := start(t)
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: names.CurveSecretName(mc), Namespace: mc.Namespace}}
+		h.get(t, secret)
+		require.NoError(t, h.c.Delete(ctx, secret))
+		eventually(t, func(c *assert.CollectT) {
+			again := &corev1.Secret{}
+			require.NoError(c, h.c.Get(ctx, client.ObjectKeyFromObject(secret), again))
+			require.NotEqual(c, secret.UID, again.UID)
+			require.NotEqual(c, secret.Data[names.KeyCurveCert], again.Data[names.KeyCurveCert], "a new certificate")
+		})
+		// The user hears that the running brokers hold the old one, and what to do.
+		eventually(t, func(c *assert.CollectT) {
+			var regenerated []eventsv1.Event
+			for _, e := range h.events(c, mc) {
+				if e.Reason == ReasonCurveSecretRegenerated {
+					regenerated = append(regenerated, e)
+				}
+			}
+			require.Len(c, regenerated, 1)
+			require.Equal(c, corev1.EventTypeWarning, regenerated[0].Type)
+			require.Contains(c, regenerated[0].Note, "Brokers started before hold the old certificate and will not join brokers that start with the new one")
+			require.Contains(c, regenerated[0].Note, "kubectl delete pods -n "+mc.Namespace+" -l fluxfed.io/minicluster=drift")
+		})
+	})
+
+	t.Run("the CURVE Secret stripped of its labels", func(t *testing.T) {
+		mc := start(t)
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: names.CurveSecretName(mc), Namespace: mc.Namespace}}
+		h.get(t, secret)
+		stripped := secret.DeepCopy()
+		stripped.Labels = nil
+		require.NoError(t, h.c.Update(ctx, stripped))
+		eventually(t, func(c *assert.CollectT) {
+			again := &corev1.Secret{}
+			require.NoError(c, h.c.Get(ctx, client.ObjectKeyFromObject(secret), again))
+			require.Equal(c, names.SelectorLabels(mc), again.Labels)
+			require.Equal(c, secret.UID, again.UID, "the same Secret")
+			require.Equal(c, secret.Data, again.Data, "the same certificate")
+		})
+		require.Empty(t, h.eventReasons(t, mc)[ReasonCurveSecretRegenerated], "nothing was regenerated")
+	})
 }

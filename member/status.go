@@ -1,6 +1,7 @@
 package member
 
 import (
+	"errors"
 	"fmt"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -23,27 +24,17 @@ var memberConditions = []string{fluxv1alpha2.ConditionReady, fluxv1alpha2.Condit
 type observation struct {
 	// job is the indexed Job as last read or applied; nil when it does not exist.
 	job *batchv1.Job
-	// hostlist is the global rank-ordered hostlist, empty when the spec could not be planned.
+	// hostlist is the global rank-ordered hostlist, empty when the spec could not be rendered.
 	hostlist string
-	// failure, when set, is a problem a retry cannot fix: the spec cannot be rendered, or the
-	// API server refused what was rendered. It shows as Failed=True with this reason.
-	failure *failure
+	// events are what the reconcile did that the user must hear about, recorded once the
+	// status is written.
+	events []event
 }
-
-// failure is a terminal problem with a condition reason and a message for the user.
-type failure struct {
-	// pending marks a wait rather than a failure: something another party provides is not
-	// there yet. It shows as Ready=False with this reason, and Failed stays False.
-	pending bool
-	reason  string
-	message string
-}
-
-func (f *failure) Error() string { return f.message }
 
 // computeStatus returns the status fields the member reconciler owns, computed from scratch from
-// what it observed. now stamps conditions whose status changes.
-func computeStatus(mc *fluxv1alpha2.MiniCluster, obs observation, now metav1.Time) fluxv1alpha2.MiniClusterStatus {
+// what it observed and the error the reconcile ended with (see errors.go). now stamps conditions
+// whose status changes.
+func computeStatus(mc *fluxv1alpha2.MiniCluster, obs observation, err error, now metav1.Time) fluxv1alpha2.MiniClusterStatus {
 	st := fluxv1alpha2.MiniClusterStatus{
 		ObservedGeneration: mc.Generation,
 		MaximumSize:        mc.MaxSize(),
@@ -79,21 +70,22 @@ func computeStatus(mc *fluxv1alpha2.MiniCluster, obs observation, now metav1.Tim
 		jobFailed = jobCondition(job, batchv1.JobFailed)
 	}
 
+	var wait *waitError
 	switch {
-	case job == nil && obs.failure != nil && obs.failure.pending:
-		set(fluxv1alpha2.ConditionReady, metav1.ConditionFalse, obs.failure.reason, obs.failure.message)
-	case job == nil:
-		set(fluxv1alpha2.ConditionReady, metav1.ConditionFalse, fluxv1alpha2.ReasonPodsNotReady, "the broker Job does not exist yet")
 	case complete:
 		set(fluxv1alpha2.ConditionReady, metav1.ConditionFalse, fluxv1alpha2.ReasonJobComplete, "the broker Job completed; its pods have finished")
 	case jobFailed != nil:
 		set(fluxv1alpha2.ConditionReady, metav1.ConditionFalse, fluxv1alpha2.ReasonJobFailed, "the broker Job failed")
+	case errors.As(err, &wait):
+		// Running brokers may be ready, but nothing of the MiniCluster is applied until the wait
+		// ends, and a broker pod that starts now cannot mount its certificate.
+		set(fluxv1alpha2.ConditionReady, metav1.ConditionFalse, wait.reason, wait.message)
+	case job == nil:
+		set(fluxv1alpha2.ConditionReady, metav1.ConditionFalse, fluxv1alpha2.ReasonPodsNotReady, "the broker Job does not exist yet")
 	case st.Ready >= mc.Spec.Size:
-		set(fluxv1alpha2.ConditionReady, metav1.ConditionTrue, fluxv1alpha2.ReasonPodsReady,
-			fmt.Sprintf("%d of %d broker pods are ready", st.Ready, mc.Spec.Size))
+		set(fluxv1alpha2.ConditionReady, metav1.ConditionTrue, fluxv1alpha2.ReasonPodsReady, readyMessage(st.Ready, mc.Spec.Size))
 	default:
-		set(fluxv1alpha2.ConditionReady, metav1.ConditionFalse, fluxv1alpha2.ReasonPodsNotReady,
-			fmt.Sprintf("%d of %d broker pods are ready", st.Ready, mc.Spec.Size))
+		set(fluxv1alpha2.ConditionReady, metav1.ConditionFalse, fluxv1alpha2.ReasonPodsNotReady, readyMessage(st.Ready, mc.Spec.Size))
 	}
 
 	if complete {
@@ -102,9 +94,9 @@ func computeStatus(mc *fluxv1alpha2.MiniCluster, obs observation, now metav1.Tim
 		set(fluxv1alpha2.ConditionComplete, metav1.ConditionFalse, fluxv1alpha2.ReasonJobRunning, "the broker Job has not finished")
 	}
 
-	switch {
-	case obs.failure != nil && !obs.failure.pending:
-		set(fluxv1alpha2.ConditionFailed, metav1.ConditionTrue, obs.failure.reason, obs.failure.message)
+	switch reason, message, failed := failureOf(err); {
+	case failed:
+		set(fluxv1alpha2.ConditionFailed, metav1.ConditionTrue, reason, message)
 	case jobFailed != nil:
 		set(fluxv1alpha2.ConditionFailed, metav1.ConditionTrue, fluxv1alpha2.ReasonJobFailed,
 			fmt.Sprintf("the broker Job failed (%s): %s", jobFailed.Reason, jobFailed.Message))
@@ -112,6 +104,19 @@ func computeStatus(mc *fluxv1alpha2.MiniCluster, obs observation, now metav1.Tim
 		set(fluxv1alpha2.ConditionFailed, metav1.ConditionFalse, fluxv1alpha2.ReasonJobRunning, "no failure observed")
 	}
 	return st
+}
+
+// readyMessage says how many of size broker pods are ready. After spec.size was lowered the Job
+// still counts the pods it is stopping for a moment: they are not part of the size.
+func readyMessage(ready, size int32) string {
+	if extra := ready - size; extra > 0 {
+		verb := "is"
+		if extra > 1 {
+			verb = "are"
+		}
+		return fmt.Sprintf("%d of %d broker pods are ready; %d more %s shutting down", size, size, extra, verb)
+	}
+	return fmt.Sprintf("%d of %d broker pods are ready", ready, size)
 }
 
 func jobCondition(job *batchv1.Job, t batchv1.JobConditionType) *batchv1.JobCondition {

@@ -1,25 +1,24 @@
 package member
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/api/v1alpha2/v1alpha2test"
+	"github.com/fluxfed/fluxfed/member/apply"
 )
-
-func statusMiniCluster(size, maxSize int32) *fluxv1alpha2.MiniCluster {
-	return &fluxv1alpha2.MiniCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: "flux-sample", Namespace: "hpc", Generation: 3},
-		Spec:       fluxv1alpha2.MiniClusterSpec{Size: size, MaxSize: maxSize},
-	}
-}
 
 func job(parallelism, ready int32, conditions ...batchv1.JobCondition) *batchv1.Job {
 	return &batchv1.Job{
@@ -30,6 +29,7 @@ func job(parallelism, ready int32, conditions ...batchv1.JobCondition) *batchv1.
 
 func TestComputeStatus(t *testing.T) {
 	now := metav1.NewTime(time.Date(2026, 11, 21, 8, 0, 0, 0, time.UTC))
+	sample := func() *v1alpha2test.Builder { return v1alpha2test.MiniCluster("flux-sample").Namespace("hpc") }
 	type cond struct {
 		status metav1.ConditionStatus
 		reason string
@@ -38,6 +38,7 @@ func TestComputeStatus(t *testing.T) {
 		name      string
 		mc        *fluxv1alpha2.MiniCluster
 		obs       observation
+		err       error
 		wantSize  int32
 		wantReady int32
 		want      map[string]cond
@@ -45,7 +46,7 @@ func TestComputeStatus(t *testing.T) {
 	}{
 		{
 			name: "no job yet",
-			mc:   statusMiniCluster(2, 0),
+			mc:   sample().Size(2).Obj(),
 			want: map[string]cond{
 				fluxv1alpha2.ConditionReady:    {metav1.ConditionFalse, fluxv1alpha2.ReasonPodsNotReady},
 				fluxv1alpha2.ConditionComplete: {metav1.ConditionFalse, fluxv1alpha2.ReasonJobRunning},
@@ -53,20 +54,32 @@ func TestComputeStatus(t *testing.T) {
 			},
 		},
 		{
-			name: "some pods ready", mc: statusMiniCluster(4, 6), obs: observation{job: job(4, 1)},
+			name: "some pods ready", mc: sample().Size(4).MaxSize(6).Obj(), obs: observation{job: job(4, 1)},
 			wantSize: 4, wantReady: 1,
 			want:    map[string]cond{fluxv1alpha2.ConditionReady: {metav1.ConditionFalse, fluxv1alpha2.ReasonPodsNotReady}},
 			wantMsg: map[string]string{fluxv1alpha2.ConditionReady: "1 of 4 broker pods are ready"},
 		},
 		{
-			name: "all pods ready", mc: statusMiniCluster(4, 0), obs: observation{job: job(4, 4)},
+			name: "all pods ready", mc: sample().Size(4).Obj(), obs: observation{job: job(4, 4)},
 			wantSize: 4, wantReady: 4,
 			want:    map[string]cond{fluxv1alpha2.ConditionReady: {metav1.ConditionTrue, fluxv1alpha2.ReasonPodsReady}},
 			wantMsg: map[string]string{fluxv1alpha2.ConditionReady: "4 of 4 broker pods are ready"},
 		},
 		{
+			name: "scaled down, one pod still stopping", mc: sample().Size(1).MaxSize(4).Obj(), obs: observation{job: job(1, 2)},
+			wantSize: 1, wantReady: 2,
+			want:    map[string]cond{fluxv1alpha2.ConditionReady: {metav1.ConditionTrue, fluxv1alpha2.ReasonPodsReady}},
+			wantMsg: map[string]string{fluxv1alpha2.ConditionReady: "1 of 1 broker pods are ready; 1 more is shutting down"},
+		},
+		{
+			name: "scaled down, two pods still stopping", mc: sample().Size(2).MaxSize(4).Obj(), obs: observation{job: job(2, 4)},
+			wantSize: 2, wantReady: 4,
+			want:    map[string]cond{fluxv1alpha2.ConditionReady: {metav1.ConditionTrue, fluxv1alpha2.ReasonPodsReady}},
+			wantMsg: map[string]string{fluxv1alpha2.ConditionReady: "2 of 2 broker pods are ready; 2 more are shutting down"},
+		},
+		{
 			name: "job complete",
-			mc:   statusMiniCluster(2, 0),
+			mc:   sample().Size(2).Obj(),
 			obs:  observation{job: job(2, 0, batchv1.JobCondition{Type: batchv1.JobComplete, Status: corev1.ConditionTrue})},
 			want: map[string]cond{
 				fluxv1alpha2.ConditionReady:    {metav1.ConditionFalse, fluxv1alpha2.ReasonJobComplete},
@@ -77,7 +90,7 @@ func TestComputeStatus(t *testing.T) {
 		},
 		{
 			name: "job failed",
-			mc:   statusMiniCluster(2, 0),
+			mc:   sample().Size(2).Obj(),
 			obs: observation{job: job(2, 0, batchv1.JobCondition{Type: batchv1.JobFailed, Status: corev1.ConditionTrue,
 				Reason: "DeadlineExceeded", Message: "Job was active longer than specified deadline"})},
 			want: map[string]cond{
@@ -89,9 +102,9 @@ func TestComputeStatus(t *testing.T) {
 		},
 		{
 			name: "waiting for the hub's Secret",
-			mc:   statusMiniCluster(2, 0),
-			obs: observation{failure: &failure{pending: true, reason: fluxv1alpha2.ReasonCurveSecretPending,
-				message: "waiting for the hub to push Secret flux-sample-curve with the root's CURVE certificate"}},
+			mc:   sample().Size(2).Obj(),
+			err: &waitError{reason: fluxv1alpha2.ReasonCurveSecretPending,
+				message: "waiting for the hub to push Secret flux-sample-curve with the root's CURVE certificate"},
 			want: map[string]cond{
 				fluxv1alpha2.ConditionReady:  {metav1.ConditionFalse, fluxv1alpha2.ReasonCurveSecretPending},
 				fluxv1alpha2.ConditionFailed: {metav1.ConditionFalse, fluxv1alpha2.ReasonJobRunning},
@@ -99,22 +112,56 @@ func TestComputeStatus(t *testing.T) {
 			wantMsg: map[string]string{fluxv1alpha2.ConditionReady: "waiting for the hub to push Secret flux-sample-curve with the root's CURVE certificate"},
 		},
 		{
-			name: "terminal failure wins",
-			mc:   statusMiniCluster(2, 0),
-			obs:  observation{job: job(2, 2), failure: &failure{reason: fluxv1alpha2.ReasonImmutableFieldChanged, message: "spec.containers[0].image cannot change"}},
+			name: "a running child whose Secret is gone waits too",
+			mc:   sample().Size(2).Obj(),
+			obs:  observation{job: job(2, 2)},
+			err:  &waitError{reason: fluxv1alpha2.ReasonCurveSecretPending, message: "waiting for the hub"},
+			want: map[string]cond{
+				fluxv1alpha2.ConditionReady:  {metav1.ConditionFalse, fluxv1alpha2.ReasonCurveSecretPending},
+				fluxv1alpha2.ConditionFailed: {metav1.ConditionFalse, fluxv1alpha2.ReasonJobRunning},
+			},
+			wantSize: 2, wantReady: 2,
+		},
+		{
+			name: "a refused change fails, the running Job is still reported",
+			mc:   sample().Size(2).Obj(),
+			obs:  observation{job: job(2, 2)},
+			err: fmt.Errorf("applying: %w", &apply.Refusal{Reason: fluxv1alpha2.ReasonImmutableFieldChanged,
+				Object: "Job hpc/flux-sample", Message: "spec.template cannot change"}),
 			want: map[string]cond{
 				fluxv1alpha2.ConditionReady:  {metav1.ConditionTrue, fluxv1alpha2.ReasonPodsReady},
 				fluxv1alpha2.ConditionFailed: {metav1.ConditionTrue, fluxv1alpha2.ReasonImmutableFieldChanged},
 			},
-			wantMsg:   map[string]string{fluxv1alpha2.ConditionFailed: "spec.containers[0].image cannot change"},
+			wantMsg:   map[string]string{fluxv1alpha2.ConditionFailed: "Job hpc/flux-sample: spec.template cannot change"},
 			wantSize:  2,
 			wantReady: 2,
+		},
+		{
+			name: "a spec that cannot be rendered",
+			mc:   sample().Size(2).Obj(),
+			err:  &invalidSpecError{err: errors.New("spec.flux.topology: kary:2 puts rank 3 under rank 1")},
+			want: map[string]cond{
+				fluxv1alpha2.ConditionReady:  {metav1.ConditionFalse, fluxv1alpha2.ReasonPodsNotReady},
+				fluxv1alpha2.ConditionFailed: {metav1.ConditionTrue, fluxv1alpha2.ReasonInvalidSpec},
+			},
+			wantMsg: map[string]string{fluxv1alpha2.ConditionFailed: "spec.flux.topology: kary:2 puts rank 3 under rank 1"},
+		},
+		{
+			name: "an object of someone else",
+			mc:   sample().Size(2).Obj(),
+			err: &apply.Refusal{Reason: fluxv1alpha2.ReasonConflict, Object: "Service hpc/flux-sample",
+				Message: "exists and is not this MiniCluster's"},
+			want: map[string]cond{
+				fluxv1alpha2.ConditionFailed: {metav1.ConditionTrue, fluxv1alpha2.ReasonConflict},
+			},
+			wantMsg: map[string]string{fluxv1alpha2.ConditionFailed: "Service hpc/flux-sample: exists and is not this MiniCluster's"},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			tt.mc.Generation = 3
 			tt.obs.hostlist = "flux-sample-[0-1]"
-			st := computeStatus(tt.mc, tt.obs, now)
+			st := computeStatus(tt.mc, tt.obs, tt.err, now)
 			require.Equal(t, int64(3), st.ObservedGeneration)
 			require.Equal(t, tt.mc.MaxSize(), st.MaximumSize)
 			require.Equal(t, "batch.kubernetes.io/job-name=flux-sample,fluxfed.io/minicluster=flux-sample", st.Selector)
@@ -136,24 +183,63 @@ func TestComputeStatus(t *testing.T) {
 	}
 }
 
+// TestOutcome checks what Reconcile returns for each kind of error, and whether the status says
+// it.
+func TestOutcome(t *testing.T) {
+	refusal := func(reason string) error {
+		return fmt.Errorf("applying: %w", &apply.Refusal{Reason: reason, Object: "Job hpc/flux-sample", Message: "refused"})
+	}
+	tests := []struct {
+		name string
+		err  error
+		// want is "none", "terminal" or "retry".
+		want     string
+		reported bool
+	}{
+		{name: "success", err: nil, want: "none", reported: true},
+		{name: "waiting for the hub", err: &waitError{reason: fluxv1alpha2.ReasonCurveSecretPending, message: "waiting"}, want: "none", reported: true},
+		{name: "invalid spec", err: &invalidSpecError{err: errors.New("spec.flux.topology")}, want: "terminal", reported: true},
+		{name: "refused by the API server", err: refusal(fluxv1alpha2.ReasonApplyFailed), want: "terminal", reported: true},
+		{name: "immutable field", err: refusal(fluxv1alpha2.ReasonImmutableFieldChanged), want: "terminal", reported: true},
+		{name: "conflict: the other object may go away", err: refusal(fluxv1alpha2.ReasonConflict), want: "retry", reported: true},
+		{name: "the API server did not answer", err: fmt.Errorf("reading the broker Job: %w", apierrors.NewServiceUnavailable("etcd")), want: "retry"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := outcome(tt.err)
+			switch tt.want {
+			case "none":
+				require.NoError(t, got)
+			case "terminal":
+				require.ErrorIs(t, got, reconcile.TerminalError(nil))
+				require.ErrorIs(t, got, tt.err, "the cause stays reachable")
+			case "retry":
+				require.Error(t, got)
+				require.NotErrorIs(t, got, reconcile.TerminalError(nil))
+			}
+			require.Equal(t, tt.reported, reported(tt.err))
+		})
+	}
+}
+
 func TestComputeStatusKeepsTransitionTimes(t *testing.T) {
 	earlier := metav1.NewTime(time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC))
 	now := metav1.NewTime(earlier.Add(time.Hour))
-	mc := statusMiniCluster(2, 0)
-	mc.Status = computeStatus(mc, observation{job: job(2, 2)}, earlier)
+	mc := v1alpha2test.MiniCluster("flux-sample").Size(2).Obj()
+	mc.Status = computeStatus(mc, observation{job: job(2, 2)}, nil, earlier)
 
-	again := computeStatus(mc, observation{job: job(2, 2)}, now)
+	again := computeStatus(mc, observation{job: job(2, 2)}, nil, now)
 	require.False(t, statusChanged(mc.Status, again), "same observation, same status")
 	require.Equal(t, earlier, meta.FindStatusCondition(again.Conditions, fluxv1alpha2.ConditionReady).LastTransitionTime)
 
-	lost := computeStatus(mc, observation{job: job(2, 1)}, now)
+	lost := computeStatus(mc, observation{job: job(2, 1)}, nil, now)
 	require.True(t, statusChanged(mc.Status, lost))
 	require.Equal(t, now, meta.FindStatusCondition(lost.Conditions, fluxv1alpha2.ConditionReady).LastTransitionTime)
 }
 
 func TestStatusChangedIgnoresHubFields(t *testing.T) {
-	mc := statusMiniCluster(2, 0)
-	st := computeStatus(mc, observation{job: job(2, 2)}, metav1.Now())
+	mc := v1alpha2test.MiniCluster("flux-sample").Size(2).Obj()
+	st := computeStatus(mc, observation{job: job(2, 2)}, nil, metav1.Now())
 	current := *st.DeepCopy()
 	current.Bursts = []fluxv1alpha2.BurstStatus{{Name: "burst-0", Phase: fluxv1alpha2.BurstReady}}
 	current.Conditions = append(current.Conditions, metav1.Condition{Type: fluxv1alpha2.ConditionBursting, Status: metav1.ConditionTrue})

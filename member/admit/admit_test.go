@@ -231,7 +231,8 @@ func TestAdmitDefaults(t *testing.T) {
 	require.Equal(t, "default", mc.Namespace)
 	require.Equal(t, int64(1), mc.Generation)
 	require.Equal(t, int32(1), mc.Spec.Size)
-	require.Equal(t, "flux-service", mc.Spec.Network.HeadlessName)
+	require.Empty(t, mc.Spec.Network.HeadlessName, "no default: the Service is named after the MiniCluster")
+	require.Equal(t, "minimal", mc.HeadlessName())
 	require.Equal(t, "/mnt/flux", mc.Spec.Flux.Container.MountPath)
 	require.Equal(t, fluxv1alpha2.GroupVersion.WithKind("MiniCluster"), mc.GroupVersionKind())
 

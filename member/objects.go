@@ -1,0 +1,100 @@
+package member
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/member/apply"
+	"github.com/fluxfed/fluxfed/member/render"
+	"github.com/fluxfed/fluxfed/member/render/names"
+)
+
+// reconcileObjects renders the MiniCluster, makes sure its CURVE Secret exists and applies the
+// other objects in order, configuration first and the Jobs that read it last. It stops at the
+// first error (see errors.go for what each kind means); the observation holds what was seen
+// until then, for the status.
+//
+// Applying is also how drift is corrected: the Owns and Secret watches bring the MiniCluster
+// back when someone changes or deletes one of its objects, and the applier sends the object
+// again when the one observed no longer holds what fluxfed owns in it.
+func (r *Reconciler) reconcileObjects(ctx context.Context, mc *fluxv1alpha2.MiniCluster) (observation, error) {
+	var obs observation
+	job := &batchv1.Job{}
+	switch err := r.client.Get(ctx, client.ObjectKey{Namespace: mc.Namespace, Name: names.JobName(mc)}, job); {
+	case err == nil:
+		obs.job = job
+	case !apierrors.IsNotFound(err):
+		return obs, fmt.Errorf("reading the broker Job: %w", err)
+	}
+
+	rendered, err := render.Render(mc)
+	if err != nil {
+		return obs, &invalidSpecError{err: err}
+	}
+	obs.hostlist = rendered.Layout.GlobalHostlist
+	if err := r.ensureCurveSecret(ctx, mc, &obs); err != nil {
+		return obs, err
+	}
+	for _, o := range rendered.Objects {
+		applied, err := r.applyObject(ctx, mc, o)
+		if err != nil {
+			return obs, err
+		}
+		// The services Job is a Job too; the status follows the brokers' Job only.
+		if job, ok := applied.(*batchv1.Job); ok && job.Name == names.JobName(mc) {
+			obs.job = job
+		}
+	}
+	return obs, nil
+}
+
+// applyObject applies one rendered object, controlled by mc, and returns it as stored.
+func (r *Reconciler) applyObject(ctx context.Context, mc *fluxv1alpha2.MiniCluster, o render.Object) (client.Object, error) {
+	desired, err := desiredObject(mc, o)
+	if err != nil {
+		return nil, err
+	}
+	applied, err := r.applier.Apply(ctx, desired, apply.ControlledBy(mc))
+	var refusal *apply.Refusal
+	if o.Kind.Kind == "Service" && errors.As(err, &refusal) && refusal.Reason == fluxv1alpha2.ReasonConflict {
+		// The one name the user picks: say which field.
+		return nil, &apply.Refusal{Reason: refusal.Reason, Object: refusal.Object, Err: refusal.Err, Message: "exists and is " +
+			"not this MiniCluster's, and MiniClusters cannot share a headless Service: set spec.network.headlessName to a " +
+			"name no other Service of the namespace has, or unset it to name the Service after the MiniCluster"}
+	}
+	return applied, err
+}
+
+// desiredObject is the apply request for o: controlled by mc, so that deleting the MiniCluster
+// deletes it and the applier knows it for ours, and labelled with mc's name, since the manager
+// caches only objects with that label (CacheByObject).
+func desiredObject(mc *fluxv1alpha2.MiniCluster, o render.Object) (*unstructured.Unstructured, error) {
+	data, err := json.Marshal(o.Apply)
+	if err != nil {
+		return nil, fmt.Errorf("encoding %s: %w", o.Kind.Kind, err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := json.Unmarshal(data, &u.Object); err != nil {
+		return nil, fmt.Errorf("decoding %s: %w", o.Kind.Kind, err)
+	}
+	u.SetGroupVersionKind(o.Kind)
+	u.SetOwnerReferences([]metav1.OwnerReference{*metav1.NewControllerRef(mc, fluxv1alpha2.GroupVersion.WithKind("MiniCluster"))})
+	labels := u.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	for k, v := range names.SelectorLabels(mc) {
+		labels[k] = v
+	}
+	u.SetLabels(labels)
+	return u, nil
+}
