@@ -8,6 +8,7 @@ require (
 	github.com/google/go-cmp v0.7.0
 	github.com/pelletier/go-toml/v2 v2.4.3
 	github.com/stretchr/testify v1.11.1
+	golang.org/x/crypto v0.47.0
 	golang.org/x/sys v0.40.0
 	k8s.io/api v0.36.3
 	k8s.io/apiextensions-apiserver v0.36.3
