@@ -154,10 +154,11 @@ func DefaultNames(n int) []string {
 	return names
 }
 
-// maxClusters and maxNodes keep every cluster's and node's addresses inside its own /16 (see
+// maxClusters and maxNodes keep every cluster's and node's addresses inside the cluster's own
+// /16 of 127/8 and of 10/8, and node numbers below the fallback pod range (see
 // addressPlan).
 const (
-	maxClusters = 200
+	maxClusters = 150
 	maxNodes    = 200
 )
 
@@ -425,6 +426,7 @@ func Load(dir string) (*Environment, error) {
 	for i, c := range env.Clusters {
 		c.index = i
 		if cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig); err == nil {
+			guard(cfg)
 			c.Config = cfg
 		}
 	}
