@@ -30,8 +30,21 @@ type KeyPair struct {
 	Public, Secret [keySize]byte
 }
 
-// ErrHandshake is wrapped by every error of a failed handshake.
+// ErrHandshake is wrapped by every error of a failed handshake (a *HandshakeError).
 var ErrHandshake = errors.New("CURVE handshake failed")
+
+// HandshakeError is a failed handshake, whichever side saw it fail: zmq4 wraps it in errors of
+// its own, errors.As finds it.
+type HandshakeError struct {
+	// Err says which step failed and why.
+	Err error
+}
+
+// Error returns "CURVE handshake failed: " and what failed.
+func (e *HandshakeError) Error() string { return ErrHandshake.Error() + ": " + e.Err.Error() }
+
+// Unwrap returns ErrHandshake and Err.
+func (e *HandshakeError) Unwrap() []error { return []error{ErrHandshake, e.Err} }
 
 // Config configures both sides of a socket's connections: a socket that binds is the CURVE
 // server of the connections it accepts, one that connects the client.
@@ -86,7 +99,7 @@ func (s *security) Handshake(conn *zmq4.Conn, server bool) error {
 	}
 	if err := run(conn); err != nil {
 		_ = conn.Close()
-		return fmt.Errorf("%w: %w", ErrHandshake, err)
+		return &HandshakeError{Err: err}
 	}
 	return nil
 }

@@ -71,7 +71,9 @@ func TestSecurityRefusesAnotherCertificate(t *testing.T) {
 	// cannot open HELLO and closes the connection.
 	_, err := dial(t, curvezmq.Flux(keyPair(t)), "stranger", addr)
 	require.ErrorIs(t, err, curvezmq.ErrHandshake)
-	require.ErrorContains(t, err, "after HELLO")
+	var hsErr *curvezmq.HandshakeError
+	require.ErrorAs(t, err, &hsErr)
+	require.ErrorContains(t, hsErr, "CURVE handshake failed: after HELLO: waiting for WELCOME")
 
 	// A client that knows the server's key but presents a keypair of its own completes the
 	// handshake, and is refused by name.
