@@ -37,8 +37,9 @@ type outcome struct {
 	errSide   string
 	err       error
 	clientKey [keySize]byte
-	// atServer and atClient are the metadata each side read.
-	atServer, atClient []byte
+	// atServer and atClient are the metadata each side read, fromClient and fromServer what
+	// each side sent.
+	atServer, atClient, fromClient, fromServer []byte
 }
 
 func (e exchange) run(t *testing.T) outcome {
@@ -49,11 +50,13 @@ func (e exchange) run(t *testing.T) outcome {
 		}
 		return b
 	}
+	// Encoded once: a map's order is not.
+	fromClient, fromServer := metadata(t, "DEALER", "child"), metadata(t, "ROUTER", "parent")
 	welcome, err := e.s.hello(pass("HELLO", e.c.hello()))
 	if err != nil {
 		return outcome{errSide: "server", err: err}
 	}
-	initiate, err := e.c.welcome(pass("WELCOME", welcome), metadata(t, "DEALER", "child"))
+	initiate, err := e.c.welcome(pass("WELCOME", welcome), fromClient)
 	if err != nil {
 		return outcome{errSide: "client", err: err}
 	}
@@ -61,11 +64,11 @@ func (e exchange) run(t *testing.T) outcome {
 	if err != nil {
 		return outcome{errSide: "server", err: err}
 	}
-	atClient, err := e.c.ready(pass("READY", e.s.ready(metadata(t, "ROUTER", "parent"))))
+	atClient, err := e.c.ready(pass("READY", e.s.ready(fromServer)))
 	if err != nil {
 		return outcome{errSide: "client", err: err}
 	}
-	return outcome{clientKey: key, atServer: atServer, atClient: atClient}
+	return outcome{clientKey: key, atServer: atServer, atClient: atClient, fromClient: fromClient, fromServer: fromServer}
 }
 
 func newExchange(t *testing.T, clientKeys KeyPair, serverKey [keySize]byte, serverKeys KeyPair) exchange {
@@ -80,8 +83,8 @@ func TestHandshake(t *testing.T) {
 	out := newExchange(t, shared, shared.Public, shared).run(t)
 	require.NoError(t, out.err)
 	require.Equal(t, shared.Public, out.clientKey, "the server learns the client's long-term key")
-	require.Equal(t, metadata(t, "DEALER", "child"), out.atServer)
-	require.Equal(t, metadata(t, "ROUTER", "parent"), out.atClient)
+	require.Equal(t, out.fromClient, out.atServer)
+	require.Equal(t, out.fromServer, out.atClient)
 
 	// A client with a keypair of its own is authenticated by it; authorizing it is the caller's.
 	own := keyPair(t)
