@@ -235,6 +235,13 @@ func Start(ctx context.Context, brokers []Broker, network *Network) (*Sim, error
 // Result returns what Start observed.
 func (s *Sim) Result() *Result { return s.result }
 
+// Addr returns the loopback address where the stand-in of l listens, and whether one does:
+// the backend for a NodePort that leads to it.
+func (s *Sim) Addr(l Listener) (string, bool) {
+	addr, ok := s.run.listeners[l]
+	return addr, ok
+}
+
 // Close ends every stand-in and closes the lead broker's NodePort, and returns once they
 // ended. It may be called more than once.
 func (s *Sim) Close() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -81,10 +82,25 @@ func TestStartServesTheLeadBrokersNodePort(t *testing.T) {
 	require.NoError(t, sim.Result().Err(), "the burst joined through the NodePort")
 	require.NoError(t, probe.Greet(ctx, "127.100.0.10", 31050))
 	require.NoError(t, probe.Greet(ctx, "127.100.0.10", 31050), "and again: the probe does not disturb rank 0")
+	addr, ok := sim.Addr(brokersim.Listener{Cluster: "hub", Hostname: "r-0", Port: 8050})
+	require.True(t, ok)
+	require.NoError(t, netguard.Allowed(addr))
+	require.NoError(t, probe.Greet(ctx, "127.0.0.1", int32(port(t, addr))), "rank 0's own listener")
+	_, ok = sim.Addr(brokersim.Listener{Cluster: "hub", Hostname: "r-1", Port: 8050})
+	require.False(t, ok, "a broker without children does not listen")
 
 	sim.Close()
 	sim.Close()
 	require.ErrorIs(t, probe.Greet(ctx, "127.100.0.10", 31050), probe.ErrUnreachable)
+}
+
+func port(t *testing.T, addr string) int {
+	t.Helper()
+	_, p, err := net.SplitHostPort(addr)
+	require.NoError(t, err)
+	n, err := strconv.Atoi(p)
+	require.NoError(t, err)
+	return n
 }
 
 // TestRunDialsTheLeadBrokersNodePort takes the lead broker's NodePort before the run: the
