@@ -83,10 +83,10 @@ func TestPortTaken(t *testing.T) {
 	}
 }
 
-// cidr writes a prefix from the bytes of its address, so that no address outside loopback
-// appears literally in e2e/ (a grep for them must find none).
-func cidr(a, b, c, d byte, bits int) string {
-	return netip.PrefixFrom(netip.AddrFrom4([4]byte{a, b, c, d}), bits).String()
+// podNet writes the prefix 10.b.c.0/bits, where pods are, from the bytes of its address, so that no
+// address outside loopback appears literally in e2e/ (a grep for them must find none).
+func podNet(b, c byte, bits int) string {
+	return netip.PrefixFrom(netip.AddrFrom4([4]byte{10, b, c, 0}), bits).String()
 }
 
 func TestAddressPlan(t *testing.T) {
@@ -94,8 +94,8 @@ func TestAddressPlan(t *testing.T) {
 		index                                                    int
 		node1, node2, serviceCIDR, serviceIP, podCIDR1, fallback string
 	}{
-		{0, "127.101.0.1", "127.101.0.2", "127.101.240.0/20", "127.101.240.1", cidr(10, 1, 1, 0, 24), cidr(10, 1, 239, 0, 24)},
-		{2, "127.103.0.1", "127.103.0.2", "127.103.240.0/20", "127.103.240.1", cidr(10, 3, 1, 0, 24), cidr(10, 3, 239, 0, 24)},
+		{0, "127.101.0.1", "127.101.0.2", "127.101.240.0/20", "127.101.240.1", podNet(1, 1, 24), podNet(1, 239, 24)},
+		{2, "127.103.0.1", "127.103.0.2", "127.103.240.0/20", "127.103.240.1", podNet(3, 1, 24), podNet(3, 239, 24)},
 	} {
 		p := planFor(tc.index)
 		require.Equal(t, tc.node1, p.nodeIP(1))
@@ -124,7 +124,7 @@ func TestAddressPlanKeepsApart(t *testing.T) {
 	for index := range maxClusters {
 		p := planFor(index)
 		local := prefix(fmt.Sprintf("127.%d.0.0/16", p.octet()))
-		pods := prefix(cidr(10, byte(index+1), 0, 0, 16))
+		pods := prefix(podNet(byte(index+1), 0, 16))
 		for _, b := range []netip.Prefix{local, pods} {
 			require.NotContains(t, blocks, b, "cluster %d", index)
 			blocks[b] = index

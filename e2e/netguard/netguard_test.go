@@ -157,7 +157,10 @@ func TestDialerThroughHTTP(t *testing.T) {
 	resetViolations(t)
 	var d Dialer
 	client := &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}
-	_, err := client.Get("http://example.invalid/")
+	resp, err := client.Get("http://example.invalid/")
+	if resp != nil {
+		_ = resp.Body.Close()
+	}
 	require.ErrorIs(t, err, ErrNotLoopback)
 	v := Violations()
 	require.Len(t, v, 1)

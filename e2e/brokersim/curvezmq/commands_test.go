@@ -74,7 +74,7 @@ func FuzzServer(f *testing.F) {
 	c, err := newClient(keys, keys.Public, rand.Reader)
 	require.NoError(f, err)
 	f.Add(c.hello(), make([]byte, minInitiateSize))
-	f.Fuzz(func(t *testing.T, hello, initiate []byte) {
+	f.Fuzz(func(_ *testing.T, hello, initiate []byte) {
 		s := newServer(keys, rand.Reader)
 		if _, err := s.hello(hello); err != nil {
 			return

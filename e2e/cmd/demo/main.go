@@ -187,13 +187,11 @@ func answerEarly(ctx context.Context, f *fleet.Fleet, root *fluxv1alpha2.MiniClu
 		defer close(done)
 		hubClient := f.Clients["hub"]
 		svc, cm, secret := &corev1.Service{}, &corev1.ConfigMap{}, &corev1.Secret{}
-		for {
-			if hubClient.Get(ctx, client.ObjectKey{Namespace: root.Namespace, Name: render.LeadBrokerServiceName(root)}, svc) == nil &&
-				len(svc.Spec.Ports) > 0 && svc.Spec.Ports[0].NodePort != 0 &&
-				hubClient.Get(ctx, client.ObjectKey{Namespace: root.Namespace, Name: render.ConfigMapName(root)}, cm) == nil &&
-				hubClient.Get(ctx, client.ObjectKey{Namespace: root.Namespace, Name: render.CurveSecretName(root)}, secret) == nil {
-				break
-			}
+		get := func(name string, obj client.Object) bool {
+			return hubClient.Get(ctx, client.ObjectKey{Namespace: root.Namespace, Name: name}, obj) == nil
+		}
+		for !get(render.LeadBrokerServiceName(root), svc) || len(svc.Spec.Ports) == 0 || svc.Spec.Ports[0].NodePort == 0 ||
+			!get(render.ConfigMapName(root), cm) || !get(render.CurveSecretName(root), secret) {
 			select {
 			case <-ctx.Done():
 				return
