@@ -3,9 +3,10 @@
 //
 // The local provider (the default) runs each cluster as plain processes: etcd, kube-apiserver,
 // kube-controller-manager, kube-scheduler and kwok, found through e2e/k8sbin. kwok simulates the
-// nodes (NodesPerCluster per cluster, with addresses that differ across clusters) and the pods on
-// them: a scheduled pod becomes Running and Ready and stays so until a test sets
-// AnnotationExitCode on it. No container runs and no Docker engine is needed.
+// nodes (NodesPerCluster per cluster, with loopback addresses that differ across clusters) and
+// the pods on them: a scheduled pod becomes Running and Ready and stays so until a test sets
+// AnnotationExitCode on it. No container runs and no Docker engine is needed. No kube-proxy runs
+// either: a Forwarder serves a NodePort on the nodes' addresses where a test needs one.
 //
 // The kind provider (FLUXFED_E2E_PROVIDER=kind) runs the same Environment on kind clusters instead,
 // for machines with a Docker engine.

@@ -139,8 +139,8 @@ func TestInside(t *testing.T) {
 
 	// Anything else has no route, so connect fails before a packet is sent. This dial goes
 	// around netguard on purpose (netguard would refuse it first); only lo exists here, as
-	// checked above. The address is in TEST-NET-1, for documentation, written from its bytes so that no
-	// such literal appears in e2e/.
+	// checked above. The address is in TEST-NET-1, for documentation, written from its bytes
+	// so that no such literal appears in e2e/.
 	outside := netip.AddrPortFrom(netip.AddrFrom4([4]byte{192, 0, 2, 1}), 9).String()
 	_, err = net.Dial("tcp", outside)
 	require.ErrorIs(t, err, syscall.ENETUNREACH)
