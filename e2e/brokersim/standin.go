@@ -79,14 +79,13 @@ func (s *standIn) join(ctx context.Context) {
 		return
 	}
 	if lead != nil {
-		// Across clusters, through the lead broker's NodePort, for real.
-		served, ok := r.leads[*lead]
-		switch {
-		case !ok:
-		case served.err != nil:
-			r.fail(s.idx, ReasonConnect, "connecting to its parent %s at %s: the lead broker's NodePort cannot be served there: %v", parent, p.Connect, served.err)
-			return
-		default:
+		// Across clusters through the lead broker's NodePort, for real, where the run serves it
+		// (a lead on loopback); any other lead address is routed in-process, as names are.
+		if served, ok := r.leads[*lead]; ok {
+			if served.err != nil {
+				r.fail(s.idx, ReasonConnect, "connecting to its parent %s at %s: the lead broker's NodePort cannot be served there: %v", parent, p.Connect, served.err)
+				return
+			}
 			addr = lead.String()
 		}
 	}
