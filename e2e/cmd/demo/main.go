@@ -248,9 +248,10 @@ func join(ctx context.Context, root *fluxv1alpha2.MiniCluster, sides []fleet.Sid
 }
 
 // awaitReachable waits until the hub finds the lead broker reachable, and leaves root as last
-// read. The hub greeted the endpoint as soon as rank 0's pod had a node, before any stand-in
-// listened behind it, and greets an endpoint that did not answer again only after its probe
-// interval, so the true status can take that long to show.
+// read. The hub greets the endpoint as soon as rank 0's pod has a node. When answerEarly was not
+// listening yet, the hub greets the endpoint again only after its probe interval (hub.Options
+// ProbeInterval; the fleet runs the hub with the default), so the true status can take that
+// long to show.
 func awaitReachable(ctx context.Context, f *fleet.Fleet, root *fluxv1alpha2.MiniCluster, say func(string, ...any)) error {
 	hubClient := f.Clients["hub"]
 	start := time.Now()
