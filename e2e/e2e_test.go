@@ -58,11 +58,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	fmt.Fprintf(os.Stderr, "e2e: fleet up in %v (logs in %s)\n", time.Since(start).Round(100*time.Millisecond), dir)
-	code := m.Run()
-	for _, v := range netguard.Violations() {
-		fmt.Fprintf(os.Stderr, "e2e: a dial outside loopback was refused: %s\n", v)
-		code = 1
-	}
+	code := netguard.Check(m.Run())
 	// The managers ran with exactly the permissions deploy/ gives them: one they lacked shows
 	// as a refusal in their logs, whether or not a test noticed its effect.
 	for _, c := range shared.Env.Clusters {

@@ -24,7 +24,7 @@ import (
 // node address and the NodePort of the lead broker Service).
 const hubCluster = "hub"
 
-var lead = bursting.Endpoint{Address: "192.0.2.10", Port: 30093}
+var lead = bursting.Endpoint{Address: "127.100.0.10", Port: 30093}
 
 // Root manifests of federations of three clusters: the root in the hub, two bursts in two
 // member clusters, 24 brokers.
@@ -210,7 +210,7 @@ func TestFederationFailsToJoin(t *testing.T) {
 				}
 			},
 			want:     rest(map[string]brokersim.Reason{"burst-b-0": brokersim.ReasonCertificate}, "burst-b", brokersim.ReasonOrphaned),
-			detailOf: "burst-b-0", detail: "burst-b-0 (rank 16) presents another certificate than lammps-0 (rank 0)'s",
+			detailOf: "burst-b-0", detail: "the CURVE handshake with its parent 127.100.0.10 (rank 0) at tcp://127.100.0.10:30093 failed, so the two hold different certificates",
 		},
 		{
 			name:     "a child with the bursts in another order",
@@ -273,7 +273,7 @@ func TestFederationFailsToJoin(t *testing.T) {
 				"burst-a-0": brokersim.ReasonUnresolved,
 				"burst-b-0": brokersim.ReasonUnresolved,
 			}, "burst-a", brokersim.ReasonOrphaned), "burst-b", brokersim.ReasonOrphaned),
-			detailOf: "burst-b-0", detail: "192.0.2.10:30093 does not resolve from cluster member-b",
+			detailOf: "burst-b-0", detail: "127.100.0.10:30093 does not resolve from cluster member-b",
 		},
 	}
 	for _, tt := range tests {

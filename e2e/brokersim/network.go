@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"sort"
 	"strconv"
 	"strings"
@@ -41,7 +42,10 @@ type Route struct {
 
 // Lead is the one address that resolves from every cluster: the address and port the root's
 // rank 0 is exposed at (a node address and the NodePort of the lead broker Service), leading
-// to rank 0's listener.
+// to rank 0's listener. When Address is an IPv4 loopback address, as the nodes of the local
+// clusters have, Run serves the NodePort there for real (a clusters.Forwarder to rank 0's
+// listener) and the brokers that connect to it dial it; any other address is routed
+// in-process, like the names of a cluster.
 type Lead struct {
 	Address string
 	Port    int
@@ -49,7 +53,8 @@ type Lead struct {
 }
 
 // Network maps the addresses brokers dial to the listeners they reach. Build it before Run and
-// do not change it while a Run uses it; several runs may share it.
+// do not change it while a Run uses it. Several runs may share it, one at a time when a lead is
+// on loopback: each serves the lead's NodePort on its address while it runs.
 type Network struct {
 	routes map[dialKey]Listener
 	leads  map[hostPort]Listener
@@ -153,18 +158,34 @@ var ErrUnresolved = errors.New("does not resolve")
 // a route of that cluster, else the lead broker's address. The error wraps ErrUnresolved when
 // neither matches, or is a *URIError when uri is not a tcp://host:port URI.
 func (n *Network) Resolve(cluster, uri string) (Listener, error) {
+	l, _, err := n.resolve(cluster, uri)
+	return l, err
+}
+
+// resolve is Resolve, and also returns the lead's address when uri reaches a lead.
+func (n *Network) resolve(cluster, uri string) (Listener, *hostPort, error) {
 	host, port, err := SplitTCP(uri)
 	if err != nil {
-		return Listener{}, err
+		return Listener{}, nil, err
 	}
 	key := hostPort{host: strings.ToLower(host), port: port}
 	if l, ok := n.routes[dialKey{cluster: cluster, hostPort: key}]; ok {
-		return l, nil
+		return l, nil, nil
 	}
 	if l, ok := n.leads[key]; ok {
-		return l, nil
+		return l, &key, nil
 	}
-	return Listener{}, fmt.Errorf("%s:%d %w from cluster %s: only the cluster's own Service names and the lead broker's exposed address do", host, port, ErrUnresolved, cluster)
+	return Listener{}, nil, fmt.Errorf("%s:%d %w from cluster %s: only the cluster's own Service names and the lead broker's exposed address do", host, port, ErrUnresolved, cluster)
+}
+
+// String returns host:port.
+func (h hostPort) String() string { return net.JoinHostPort(h.host, strconv.Itoa(h.port)) }
+
+// onLoopback reports whether h is an IPv4 loopback address, where a process can listen: a node
+// address of the local clusters (e2e/clusters).
+func (h hostPort) onLoopback() bool {
+	ip, err := netip.ParseAddr(h.host)
+	return err == nil && ip.Is4() && ip.IsLoopback()
 }
 
 // BindListener returns the listener a broker of hostname in cluster gets when it binds uri,

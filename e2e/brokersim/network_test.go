@@ -18,7 +18,7 @@ func TestSplitTCP(t *testing.T) {
 		err  string
 	}{
 		{uri: "tcp://lammps-1.flux-service.research.svc.cluster.local:8050", host: "lammps-1.flux-service.research.svc.cluster.local", port: 8050},
-		{uri: "tcp://192.0.2.10:30093", host: "192.0.2.10", port: 30093},
+		{uri: "tcp://127.100.0.10:30093", host: "127.100.0.10", port: 30093},
 		{uri: "tcp://eth0:8050", host: "eth0", port: 8050},
 		{uri: "tcp://0.0.0.0:1", host: "0.0.0.0", port: 1},
 		{uri: "tcp://*:65535", host: "*", port: 65535},
@@ -57,7 +57,7 @@ func TestSplitTCP(t *testing.T) {
 }
 
 func FuzzSplitTCP(f *testing.F) {
-	for _, s := range []string{"tcp://a:1", "tcp://192.0.2.10:30093", "tcp://eth0:*", "tcp://[::1]:2", "ipc://x", "tcp://a:b:c", "tcp://:"} {
+	for _, s := range []string{"tcp://a:1", "tcp://127.100.0.10:30093", "tcp://eth0:*", "tcp://[::1]:2", "ipc://x", "tcp://a:b:c", "tcp://:"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, uri string) {
@@ -83,8 +83,8 @@ func testNetwork(t *testing.T) *brokersim.Network {
 	n := brokersim.NewNetwork()
 	require.NoError(t, n.AddHeadlessService("hub", "hpc", "flux-service", 8050, "r-0", "r-1"))
 	require.NoError(t, n.AddHeadlessService("m", "hpc", "b", 8050, "b-0", "b-1"))
-	require.NoError(t, n.AddLead(brokersim.Lead{Address: "192.0.2.10", Port: 30093, Target: brokersim.Listener{Cluster: "hub", Hostname: "r-0", Port: 8050}}))
-	require.NoError(t, n.AddRoute(brokersim.Route{Cluster: "m", Host: "10.0.0.7", Port: 9000, Target: brokersim.Listener{Cluster: "m", Hostname: "b-1", Port: 9000}}))
+	require.NoError(t, n.AddLead(brokersim.Lead{Address: "127.100.0.10", Port: 30093, Target: brokersim.Listener{Cluster: "hub", Hostname: "r-0", Port: 8050}}))
+	require.NoError(t, n.AddRoute(brokersim.Route{Cluster: "m", Host: "127.100.0.7", Port: 9000, Target: brokersim.Listener{Cluster: "m", Hostname: "b-1", Port: 9000}}))
 	return n
 }
 
@@ -99,14 +99,14 @@ func TestNetworkResolve(t *testing.T) {
 		{name: "own cluster's Service name", cluster: "hub", uri: "tcp://r-0.flux-service.hpc.svc.cluster.local:8050", want: r0},
 		{name: "DNS is case-insensitive", cluster: "hub", uri: "tcp://R-0.Flux-Service.hpc.svc.cluster.local:8050", want: r0},
 		{name: "burst's Service name", cluster: "m", uri: "tcp://b-1.b.hpc.svc.cluster.local:8050", want: brokersim.Listener{Cluster: "m", Hostname: "b-1", Port: 8050}},
-		{name: "lead from the member", cluster: "m", uri: "tcp://192.0.2.10:30093", want: r0},
-		{name: "lead from the hub", cluster: "hub", uri: "tcp://192.0.2.10:30093", want: r0},
-		{name: "lead from any cluster", cluster: "elsewhere", uri: "tcp://192.0.2.10:30093", want: r0},
-		{name: "a pod address of the member", cluster: "m", uri: "tcp://10.0.0.7:9000", want: brokersim.Listener{Cluster: "m", Hostname: "b-1", Port: 9000}},
+		{name: "lead from the member", cluster: "m", uri: "tcp://127.100.0.10:30093", want: r0},
+		{name: "lead from the hub", cluster: "hub", uri: "tcp://127.100.0.10:30093", want: r0},
+		{name: "lead from any cluster", cluster: "elsewhere", uri: "tcp://127.100.0.10:30093", want: r0},
+		{name: "a pod address of the member", cluster: "m", uri: "tcp://127.100.0.7:9000", want: brokersim.Listener{Cluster: "m", Hostname: "b-1", Port: 9000}},
 		{name: "another cluster's Service name", cluster: "m", uri: "tcp://r-1.flux-service.hpc.svc.cluster.local:8050", err: "r-1.flux-service.hpc.svc.cluster.local:8050 does not resolve from cluster m"},
 		{name: "the member's name from the hub", cluster: "hub", uri: "tcp://b-0.b.hpc.svc.cluster.local:8050", err: "does not resolve from cluster hub"},
-		{name: "a pod address from another cluster", cluster: "hub", uri: "tcp://10.0.0.7:9000", err: "does not resolve"},
-		{name: "the lead on another port", cluster: "m", uri: "tcp://192.0.2.10:8050", err: "does not resolve"},
+		{name: "a pod address from another cluster", cluster: "hub", uri: "tcp://127.100.0.7:9000", err: "does not resolve"},
+		{name: "the lead on another port", cluster: "m", uri: "tcp://127.100.0.10:8050", err: "does not resolve"},
 		{name: "the Service name on another port", cluster: "hub", uri: "tcp://r-0.flux-service.hpc.svc.cluster.local:8051", err: "does not resolve"},
 		{name: "a short name", cluster: "hub", uri: "tcp://r-0:8050", err: "does not resolve"},
 		{name: "not a URI", cluster: "hub", uri: "r-0:8050", err: "not a tcp:// URI"},
@@ -133,7 +133,7 @@ func TestNetworkRefusesConflicts(t *testing.T) {
 	require.NoError(t, n.AddRoute(brokersim.Route{Cluster: "m", Host: "b-0.b.hpc.svc.cluster.local", Port: 8050, Target: b0}))
 	require.ErrorContains(t, n.AddRoute(brokersim.Route{Cluster: "m", Host: "B-0.b.hpc.svc.cluster.local", Port: 8050, Target: brokersim.Listener{Cluster: "m", Hostname: "b-1", Port: 8050}}),
 		"leads to b-0:8050 in cluster m already, not to b-1:8050 in cluster m")
-	require.ErrorContains(t, n.AddLead(brokersim.Lead{Address: "192.0.2.10", Port: 30093, Target: b0}), "lead broker 192.0.2.10:30093 leads to r-0:8050 in cluster hub already")
+	require.ErrorContains(t, n.AddLead(brokersim.Lead{Address: "127.100.0.10", Port: 30093, Target: b0}), "lead broker 127.100.0.10:30093 leads to r-0:8050 in cluster hub already")
 	require.ErrorContains(t, n.AddRoute(brokersim.Route{Host: "x", Port: 1, Target: b0}), "no cluster")
 	require.ErrorContains(t, n.AddRoute(brokersim.Route{Cluster: "m", Host: "x", Port: 0, Target: b0}), "port 0 is not in 1-65535")
 	require.ErrorContains(t, n.AddRoute(brokersim.Route{Cluster: "m", Host: "x:1", Port: 1, Target: b0}), `"x:1" is not a host name`)
@@ -141,7 +141,7 @@ func TestNetworkRefusesConflicts(t *testing.T) {
 	require.ErrorContains(t, n.AddLead(brokersim.Lead{Address: "", Port: 1, Target: b0}), "no host")
 	require.ErrorContains(t, n.AddHeadlessService("m", "hpc", "b", 70000, "b-2"), "headless Service hpc/b")
 	require.Len(t, n.Routes(), 6)
-	require.Equal(t, brokersim.Route{Host: "192.0.2.10", Port: 30093, Target: brokersim.Listener{Cluster: "hub", Hostname: "r-0", Port: 8050}}, n.Routes()[0])
+	require.Equal(t, brokersim.Route{Host: "127.100.0.10", Port: 30093, Target: brokersim.Listener{Cluster: "hub", Hostname: "r-0", Port: 8050}}, n.Routes()[0])
 }
 
 func TestBindListener(t *testing.T) {

@@ -1,11 +1,11 @@
 package brokersim
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/fluxfed/fluxfed/e2e/brokersim/curvezmq"
 	"github.com/fluxfed/fluxfed/e2e/fluxcheck"
 	"github.com/fluxfed/fluxfed/member/render/curve"
 )
@@ -97,19 +97,31 @@ func locate(brokerTOML []byte, hostname string) (*Place, *fluxcheck.Bootstrap, e
 	return p, b, nil
 }
 
-// CertificateHash returns what a stand-in proves its certificate with: the hex SHA-256 of the
-// certificate's public key, after the file is read as flux-core reads it. The public key is
-// derived from the secret key (curve.Parse checks it), so equal hashes mean equal keypairs,
-// which is what CURVE needs; the metadata and comments do not matter, as in Flux.
-func CertificateHash(certFile []byte) (string, error) {
+// CertificateKeys returns the keypair a stand-in uses in the CURVE handshake: the keys of the
+// certificate file, read as flux-core reads it (curve.Parse, which checks that the public key
+// is the secret key's). The metadata and comments do not matter, as in Flux.
+func CertificateKeys(certFile []byte) (curvezmq.KeyPair, error) {
 	c, err := curve.Parse(certFile)
 	if err != nil {
-		return "", err
+		return curvezmq.KeyPair{}, err
 	}
-	key, err := curve.DecodeZ85(c.PublicKey())
+	var keys curvezmq.KeyPair
+	public, err := curve.DecodeZ85(c.PublicKey())
 	if err != nil {
-		return "", fmt.Errorf("curve certificate: %w", err)
+		return keys, fmt.Errorf("curve certificate: %w", err)
 	}
-	sum := sha256.Sum256(key)
-	return hex.EncodeToString(sum[:]), nil
+	copy(keys.Public[:], public)
+	// File is the only way the curve package lets the secret key out: read it back from the
+	// file it writes, whose layout it fixes.
+	for line := range strings.SplitSeq(string(curve.File(c)), "\n") {
+		if z85, ok := strings.CutPrefix(line, `    secret-key = "`); ok {
+			secret, err := curve.DecodeZ85(strings.TrimSuffix(z85, `"`))
+			if err != nil || len(secret) != curve.KeySize {
+				return curvezmq.KeyPair{}, errors.New("curve certificate: the secret key cannot be read back")
+			}
+			copy(keys.Secret[:], secret)
+			return keys, nil
+		}
+	}
+	return curvezmq.KeyPair{}, errors.New("curve certificate: no secret key")
 }

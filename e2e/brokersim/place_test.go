@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/crypto/curve25519"
 
 	"github.com/fluxfed/fluxfed/e2e/brokersim"
 	"github.com/fluxfed/fluxfed/member/render/curve"
@@ -31,7 +32,7 @@ const svc = ".flux-service.hpc.svc.cluster.local:8050"
 func TestLocate(t *testing.T) {
 	root := bootstrap(`{ host = "r-[0-1],b-0" },
   { host = "b-[1-2]", parent = "b-0" },`)
-	burst := bootstrap(`{ host = "192.0.2.10", bind = "tcp://eth0:31050", connect = "tcp://192.0.2.10:31050" },
+	burst := bootstrap(`{ host = "127.100.0.10", bind = "tcp://eth0:31050", connect = "tcp://127.100.0.10:31050" },
   { host = "r-1,b-0" },
   { host = "b-[1-2]", parent = "b-0" },`)
 	flat := func(topo string) []byte { return bootstrap(`{ host = "n-[0-9]" },`, "[tbon]\ntopo = \""+topo+"\"\n") }
@@ -46,7 +47,7 @@ func TestLocate(t *testing.T) {
 		{name: "a root broker without children", toml: root, hostname: "r-1",
 			want: brokersim.Place{Rank: 1, Size: 5, Parent: 0, ParentHost: "r-0", Connect: "tcp://r-0" + svc}},
 		{name: "a burst's first broker reaches rank 0 at the lead address", toml: burst, hostname: "b-0",
-			want: brokersim.Place{Rank: 2, Size: 5, Parent: 0, ParentHost: "192.0.2.10", Children: []int{3, 4}, Bind: "tcp://eth0:8050", Connect: "tcp://192.0.2.10:31050"}},
+			want: brokersim.Place{Rank: 2, Size: 5, Parent: 0, ParentHost: "127.100.0.10", Children: []int{3, 4}, Bind: "tcp://eth0:8050", Connect: "tcp://127.100.0.10:31050"}},
 		{name: "a burst broker below the burst's first", toml: burst, hostname: "b-2",
 			want: brokersim.Place{Rank: 4, Size: 5, Parent: 2, ParentHost: "b-0", Connect: "tcp://b-0" + svc}},
 		{name: "a host listed twice keeps its first rank and takes the later keys", hostname: "b-1",
@@ -123,25 +124,32 @@ func TestLocateRefuses(t *testing.T) {
 	}
 }
 
-func TestCertificateHash(t *testing.T) {
-	key := bytes.Repeat([]byte{3}, curve.KeySize)
-	a, err := curve.Generate(bytes.NewReader(key), curve.Metadata{Key: "name", Value: "a"})
+func TestCertificateKeys(t *testing.T) {
+	secret := bytes.Repeat([]byte{3}, curve.KeySize)
+	a, err := curve.Generate(bytes.NewReader(secret), curve.Metadata{Key: "name", Value: "a"})
 	require.NoError(t, err)
-	b, err := curve.Generate(bytes.NewReader(key), curve.Metadata{Key: "name", Value: "b"}, curve.Metadata{Key: "keygen.hostname", Value: "x"})
+	b, err := curve.Generate(bytes.NewReader(secret), curve.Metadata{Key: "name", Value: "b"}, curve.Metadata{Key: "keygen.hostname", Value: "x"})
 	require.NoError(t, err)
 	other, err := curve.Generate(bytes.NewReader(bytes.Repeat([]byte{4}, curve.KeySize)))
 	require.NoError(t, err)
 
-	ha, err := brokersim.CertificateHash(curve.File(a))
+	ka, err := brokersim.CertificateKeys(curve.File(a))
 	require.NoError(t, err)
-	require.Len(t, ha, 64)
-	hb, err := brokersim.CertificateHash(curve.File(b))
+	require.Equal(t, secret, ka.Secret[:])
+	public, err := curve.DecodeZ85(a.PublicKey())
 	require.NoError(t, err)
-	require.Equal(t, ha, hb, "the same keypair with other metadata is the same certificate")
-	ho, err := brokersim.CertificateHash(curve.File(other))
+	require.Equal(t, public, ka.Public[:])
+	// The secret key makes the public key, as the CURVE handshake needs.
+	derived, err := curve25519.X25519(ka.Secret[:], curve25519.Basepoint)
 	require.NoError(t, err)
-	require.NotEqual(t, ha, ho)
-	_, err = brokersim.CertificateHash([]byte("curve\n"))
+	require.Equal(t, ka.Public[:], derived)
+
+	kb, err := brokersim.CertificateKeys(curve.File(b))
+	require.NoError(t, err)
+	require.Equal(t, ka, kb, "the same keypair with other metadata is the same certificate")
+	ko, err := brokersim.CertificateKeys(curve.File(other))
+	require.NoError(t, err)
+	require.NotEqual(t, ka.Public, ko.Public)
+	_, err = brokersim.CertificateKeys([]byte("curve\n"))
 	require.ErrorContains(t, err, "has no public-key")
-	require.NotContains(t, ha, "secret")
 }

@@ -10,7 +10,7 @@ import (
 // text frames. A ROUTER socket adds the peer's routing id in front of what it receives and
 // takes it off what it sends; the encoding below is what remains.
 const (
-	// kindHello: child to parent, id, hostname, rank, certificate hash.
+	// kindHello: child to parent, after the CURVE handshake: id, hostname, rank.
 	kindHello = "hello"
 	// kindWelcome: parent to child, the parent's id; the child has joined.
 	kindWelcome = "welcome"
@@ -35,7 +35,6 @@ type message struct {
 	id       int    // hello, welcome: the sender's index among the brokers of the run
 	hostname string // hello
 	rank     int    // hello: the sender's rank; ping, pong: the target rank
-	cert     string // hello
 	reason   Reason // refuse
 	detail   string // refuse; pong: the answering host, or why it failed
 	ranks    []int  // joined
@@ -48,7 +47,7 @@ func (m message) frames() [][]byte {
 	f := []string{m.kind}
 	switch m.kind {
 	case kindHello:
-		f = append(f, strconv.Itoa(m.id), m.hostname, strconv.Itoa(m.rank), m.cert)
+		f = append(f, strconv.Itoa(m.id), m.hostname, strconv.Itoa(m.rank))
 	case kindWelcome:
 		f = append(f, strconv.Itoa(m.id))
 	case kindRefuse:
@@ -80,7 +79,7 @@ func parseMessage(frames [][]byte) (message, error) {
 	}
 	m := message{kind: string(frames[0])}
 	args := frames[1:]
-	want := map[string]int{kindHello: 4, kindWelcome: 1, kindRefuse: 2, kindPing: 2, kindPong: 4}
+	want := map[string]int{kindHello: 3, kindWelcome: 1, kindRefuse: 2, kindPing: 2, kindPong: 4}
 	if n, fixed := want[m.kind]; fixed && len(args) != n {
 		return message{}, fmt.Errorf("%s message with %d fields instead of %d", m.kind, len(args), n)
 	}
@@ -94,7 +93,7 @@ func parseMessage(frames [][]byte) (message, error) {
 	}
 	switch m.kind {
 	case kindHello:
-		m.id, m.hostname, m.rank, m.cert = num(0), string(args[1]), num(2), string(args[3])
+		m.id, m.hostname, m.rank = num(0), string(args[1]), num(2)
 	case kindWelcome:
 		m.id = num(0)
 	case kindRefuse:

@@ -8,10 +8,10 @@ import (
 )
 
 var messages = []message{
-	{kind: kindHello, id: 3, hostname: "burst-a-0", rank: 8, cert: "ab12"},
+	{kind: kindHello, id: 3, hostname: "burst-a-0", rank: 8},
 	{kind: kindWelcome, id: 0},
 	{kind: kindRefuse, reason: ReasonHostname, detail: "burst-b-0 claims rank 8"},
-	{kind: kindRefuse, reason: ReasonCertificate, detail: ""},
+	{kind: kindRefuse, reason: ReasonDuplicate, detail: ""},
 	{kind: kindJoined, ranks: []int{9, 10, 11}},
 	{kind: kindPing, seq: 4, rank: 12},
 	{kind: kindPong, seq: 4, rank: 12, ok: true, detail: "burst-a-4"},
@@ -32,13 +32,15 @@ func TestParseMessageRefuses(t *testing.T) {
 		err    string
 	}{
 		{nil, "empty message"},
-		{[]string{"hello", "1", "h"}, "hello message with 2 fields instead of 4"},
-		{[]string{"hello", "x", "h", "1", "c"}, `hello message, field 1: "x" is not a number`},
-		{[]string{"hello", "1", "h", "-1", "c"}, `field 3: "-1" is not a number`},
-		{[]string{"hello", "1", "h", "01", "c"}, `field 3: "01" is not a number`},
+		{[]string{"hello", "1", "h"}, "hello message with 2 fields instead of 3"},
+		{[]string{"hello", "1", "h", "2", "cert"}, "hello message with 4 fields instead of 3"},
+		{[]string{"hello", "x", "h", "1"}, `hello message, field 1: "x" is not a number`},
+		{[]string{"hello", "1", "h", "-1"}, `field 3: "-1" is not a number`},
+		{[]string{"hello", "1", "h", "01"}, `field 3: "01" is not a number`},
 		{[]string{"welcome", "99999999"}, `"99999999" is not a number in 0-16777216`},
 		{[]string{"refuse", "bored", "x"}, `refuse message with the unknown reason "bored"`},
 		{[]string{"refuse", "unresolved", "x"}, `unknown reason "unresolved"`},
+		{[]string{"refuse", "certificate", "x"}, `unknown reason "certificate"`}, // the handshake refuses those
 		{[]string{"joined"}, "joined message without ranks"},
 		{[]string{"joined", "1", ""}, `field 2: "" is not a number`},
 		{[]string{"pong", "1", "2", "maybe", "x"}, `pong message with the status "maybe"`},

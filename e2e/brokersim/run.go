@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/go-zeromq/zmq4"
+
+	"github.com/fluxfed/fluxfed/e2e/brokersim/curvezmq"
+	"github.com/fluxfed/fluxfed/e2e/clusters"
 )
 
 // Broker is one broker pod as a stand-in starts it.
@@ -47,7 +50,8 @@ const (
 	ReasonNotListening Reason = "not-listening"
 	// ReasonConnect: the connect URI is not usable, or the connection failed.
 	ReasonConnect Reason = "connect"
-	// ReasonCertificate: the parent refused the hello, the certificate differs from its own.
+	// ReasonCertificate: the CURVE handshake with the parent failed: the broker's certificate
+	// differs from its parent's.
 	ReasonCertificate Reason = "certificate"
 	// ReasonHostname: the parent refused the hello, its hosts list another host at the rank
 	// the broker claims.
@@ -69,7 +73,7 @@ const (
 )
 
 // refusals are the reasons a parent answers a hello with.
-var refusals = []Reason{ReasonCertificate, ReasonHostname, ReasonNotChild, ReasonDuplicate}
+var refusals = []Reason{ReasonHostname, ReasonNotChild, ReasonDuplicate}
 
 // Failure is a broker that did not join rank 0's overlay, or a rank rank 0 cannot reach.
 type Failure struct {
@@ -109,7 +113,7 @@ type Result struct {
 	// JoinTime is the time from the start of Run until every broker had joined or failed and
 	// rank 0 had heard of every join.
 	JoinTime time.Duration
-	// Elapsed is the time Run took, the requests from rank 0 included.
+	// Elapsed is the time from the start of Run until rank 0's requests were answered.
 	Elapsed time.Duration
 }
 
@@ -162,9 +166,32 @@ func (r *Result) Err() error {
 // Run starts a stand-in for every broker, in-process, on loopback sockets reached through
 // network, and waits until every broker has joined or failed and rank 0 has heard of every
 // join, or until ctx ends: give ctx a deadline. Then rank 0 sends a request to every online
-// rank. Run returns what it observed; its error is for invalid arguments only (no network, a
-// broker without cluster or hostname, two brokers of one name in one cluster).
+// rank. Run returns what it observed, once every stand-in ended; its error is for invalid
+// arguments only (no network, a broker without cluster or hostname, two brokers of one name in
+// one cluster).
 func Run(ctx context.Context, brokers []Broker, network *Network) (*Result, error) {
+	sim, err := Start(ctx, brokers, network)
+	if err != nil {
+		return nil, err
+	}
+	sim.Close()
+	return sim.Result(), nil
+}
+
+// Sim is a run whose stand-ins go on serving after Start observed them, until Close: rank 0
+// and the lead broker's NodePort answer whoever greets them meanwhile, such as the hub's probe
+// of the lead broker.
+type Sim struct {
+	run    *run
+	result *Result
+	// cancel ends the stand-ins' sockets.
+	cancel context.CancelFunc
+	once   sync.Once
+}
+
+// Start does what Run does, but returns with the stand-ins still serving: call Close. The
+// stand-ins' sockets outlive ctx, which bounds only the wait for the brokers to join.
+func Start(ctx context.Context, brokers []Broker, network *Network) (*Sim, error) {
 	if network == nil {
 		return nil, errors.New("brokersim: no network")
 	}
@@ -180,32 +207,48 @@ func Run(ctx context.Context, brokers []Broker, network *Network) (*Result, erro
 		seen[key] = true
 	}
 	start := time.Now()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	r := newRun(ctx, brokers, network)
+	sockets, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	r := newRun(sockets, brokers, network)
+	sim := &Sim{run: r, cancel: cancel, result: &Result{}}
 	if ctx.Err() != nil {
 		// Ended before it began: no broker started.
-		res := &Result{TimedOut: true}
-		r.fill(res)
-		return res, nil
+		sim.result.TimedOut = true
+		r.fill(sim.result)
+		return sim, nil
 	}
-	r.prepare(ctx)
-	r.start(ctx)
-	res := &Result{}
+	r.prepare(sockets)
+	r.start(sockets)
 	select {
 	case <-r.settled:
 	case <-ctx.Done():
-		res.TimedOut = true
+		sim.result.TimedOut = true
 	}
-	res.JoinTime = time.Since(start)
-	if !res.TimedOut {
+	sim.result.JoinTime = time.Since(start)
+	if !sim.result.TimedOut {
 		r.ping(ctx)
 	}
-	cancel()
-	r.shutdown()
-	r.fill(res)
-	res.Elapsed = time.Since(start)
-	return res, nil
+	r.fill(sim.result)
+	sim.result.Elapsed = time.Since(start)
+	return sim, nil
+}
+
+// Result returns what Start observed.
+func (s *Sim) Result() *Result { return s.result }
+
+// Addr returns the loopback address where the stand-in of l listens, and whether one does:
+// the backend for a NodePort that leads to it.
+func (s *Sim) Addr(l Listener) (string, bool) {
+	addr, ok := s.run.listeners[l]
+	return addr, ok
+}
+
+// Close ends every stand-in and closes the lead broker's NodePort, and returns once they
+// ended. It may be called more than once.
+func (s *Sim) Close() {
+	s.once.Do(func() {
+		s.cancel()
+		s.run.shutdown()
+	})
 }
 
 type status int
@@ -225,6 +268,9 @@ type run struct {
 	standIns []*standIn
 	// listeners maps every bound listener to its loopback address; written by prepare only.
 	listeners map[Listener]string
+	// leads are the lead addresses on loopback whose NodePort the run serves, and how; written
+	// by prepare only.
+	leads map[hostPort]servedLead
 	// ctx is the context of the stand-ins' sockets, canceled when the run ends.
 	ctx context.Context
 	// logger takes what zmq4 logs.
@@ -254,6 +300,7 @@ func newRun(ctx context.Context, specs []Broker, network *Network) *run {
 		specs:     specs,
 		standIns:  make([]*standIn, n),
 		listeners: map[Listener]string{},
+		leads:     map[hostPort]servedLead{},
 		logger:    log.New(io.Discard, "", 0),
 		status:    make([]status, n),
 		parentOf:  make([]int, n),
@@ -281,7 +328,7 @@ func (r *run) prepare(ctx context.Context) {
 		r.rank[i] = place.Rank
 		s := &standIn{run: r, idx: i, spec: spec, place: place, boot: boot, children: map[int]string{}, ids: map[string]int{}}
 		if place.Size > 1 {
-			if s.cert, err = CertificateHash(spec.CurveCert); err != nil {
+			if s.keys, err = CertificateKeys(spec.CurveCert); err != nil {
 				r.fail(i, ReasonConfig, "the broker refuses its certificate: %v", err)
 				continue
 			}
@@ -304,10 +351,11 @@ func (r *run) prepare(ctx context.Context) {
 		}
 		if place.Rank > 0 {
 			s.dealer = zmq4.NewDealer(ctx, zmq4.WithLogger(r.logger), zmq4.WithID(zmq4.SocketIdentity(s.id())),
-				zmq4.WithDialerRetry(10*time.Millisecond), zmq4.WithDialerMaxRetries(2))
+				zmq4.WithSecurity(curvezmq.Flux(s.keys)), zmq4.WithDialerRetry(10*time.Millisecond), zmq4.WithDialerMaxRetries(2))
 		}
 		r.standIns[i] = s
 	}
+	r.serveLeads()
 	r.mu.Lock()
 	r.check()
 	r.mu.Unlock()
@@ -328,9 +376,36 @@ func (r *run) start(ctx context.Context) {
 	}
 }
 
-// shutdown closes every socket, which ends every stand-in; the context of the sockets must be
-// canceled already.
+// servedLead is a lead broker address whose NodePort a run serves: the forwarder to rank 0's
+// listener, or why there is none.
+type servedLead struct {
+	forwarder *clusters.Forwarder
+	err       error
+}
+
+// serveLeads serves the NodePort of every lead on loopback whose target listens, as kube-proxy
+// would on the lead's node, so that the brokers that connect to it, and whatever else greets it
+// while the run lasts, really go through the node's address and port.
+func (r *run) serveLeads() {
+	for key, target := range r.network.leads {
+		backend, listening := r.listeners[target]
+		if !key.onLoopback() || !listening {
+			continue
+		}
+		f, err := clusters.ForwardNodePort([]string{key.host}, key.port, backend)
+		r.leads[key] = servedLead{forwarder: f, err: err}
+	}
+}
+
+// shutdown closes every socket, which ends every stand-in, and the lead brokers' NodePorts; the
+// context of the sockets must be canceled already.
 func (r *run) shutdown() {
+	for _, l := range r.leads {
+		if l.forwarder != nil {
+			// Closing ends the connections it carries, which is what is asked of it here.
+			_ = l.forwarder.Close()
+		}
+	}
 	for _, s := range r.standIns {
 		if s == nil {
 			continue

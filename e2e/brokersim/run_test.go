@@ -2,7 +2,9 @@ package brokersim_test
 
 import (
 	"context"
+	"net"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -10,14 +12,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fluxfed/fluxfed/e2e/brokersim"
+	"github.com/fluxfed/fluxfed/e2e/netguard"
+	"github.com/fluxfed/fluxfed/hub/probe"
 )
+
+func TestMain(m *testing.M) { netguard.Main(m) }
 
 // The hand-made instance the cases below start from: root r (2 pods, cluster hub) and burst b
 // (3 pods, cluster m), b-0 under rank 0 and the rest of b under b-0.
 var (
 	rootTOML = string(bootstrap(`{ host = "r-[0-1],b-0" },
   { host = "b-[1-2]", parent = "b-0" },`))
-	burstTOML = strings.Replace(string(bootstrap(`{ host = "192.0.2.10", bind = "tcp://eth0:31050", connect = "tcp://192.0.2.10:31050" },
+	burstTOML = strings.Replace(string(bootstrap(`{ host = "127.100.0.10", bind = "tcp://eth0:31050", connect = "tcp://127.100.0.10:31050" },
   { host = "r-1,b-0" },
   { host = "b-[1-2]", parent = "b-0" },`)), "flux-service", "b", 1)
 )
@@ -42,7 +48,7 @@ func instanceNetwork(t *testing.T) *brokersim.Network {
 	n := brokersim.NewNetwork()
 	require.NoError(t, n.AddHeadlessService("hub", "hpc", "flux-service", 8050, "r-0", "r-1"))
 	require.NoError(t, n.AddHeadlessService("m", "hpc", "b", 8050, "b-0", "b-1", "b-2"))
-	require.NoError(t, n.AddLead(brokersim.Lead{Address: "192.0.2.10", Port: 31050, Target: brokersim.Listener{Cluster: "hub", Hostname: "r-0", Port: 8050}}))
+	require.NoError(t, n.AddLead(brokersim.Lead{Address: "127.100.0.10", Port: 31050, Target: brokersim.Listener{Cluster: "hub", Hostname: "r-0", Port: 8050}}))
 	return n
 }
 
@@ -62,6 +68,68 @@ func TestRunInstance(t *testing.T) {
 	require.NoError(t, res.Err())
 	require.Equal(t, []string{"r-0", "r-1", "b-0", "b-1", "b-2"}, res.Hosts)
 	require.Equal(t, []int{0, 1, 2, 3, 4}, res.Reachable)
+}
+
+// TestStartServesTheLeadBrokersNodePort starts the instance and greets the lead broker's
+// advertised address as the hub does: while the stand-ins run, the NodePort answers as a Flux
+// broker (a ZMTP CURVE peer), because rank 0's stand-in is behind it; after Close nothing
+// listens there.
+func TestStartServesTheLeadBrokersNodePort(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sim, err := brokersim.Start(ctx, instance{root: rootTOML, burst: burstTOML}.brokers(t), instanceNetwork(t))
+	require.NoError(t, err)
+	require.NoError(t, sim.Result().Err(), "the burst joined through the NodePort")
+	require.NoError(t, probe.Greet(ctx, "127.100.0.10", 31050))
+	require.NoError(t, probe.Greet(ctx, "127.100.0.10", 31050), "and again: the probe does not disturb rank 0")
+	addr, ok := sim.Addr(brokersim.Listener{Cluster: "hub", Hostname: "r-0", Port: 8050})
+	require.True(t, ok)
+	require.NoError(t, netguard.Allowed(addr))
+	require.NoError(t, probe.Greet(ctx, "127.0.0.1", int32(port(t, addr))), "rank 0's own listener")
+	_, ok = sim.Addr(brokersim.Listener{Cluster: "hub", Hostname: "r-1", Port: 8050})
+	require.False(t, ok, "a broker without children does not listen")
+
+	sim.Close()
+	sim.Close()
+	require.ErrorIs(t, probe.Greet(ctx, "127.100.0.10", 31050), probe.ErrUnreachable)
+}
+
+func port(t *testing.T, addr string) int {
+	t.Helper()
+	_, p, err := net.SplitHostPort(addr)
+	require.NoError(t, err)
+	n, err := strconv.Atoi(p)
+	require.NoError(t, err)
+	return n
+}
+
+// TestRunDialsTheLeadBrokersNodePort takes the lead broker's NodePort before the run: the
+// burst's first broker, which dials it for real, cannot join; the in-cluster names still work.
+func TestRunDialsTheLeadBrokersNodePort(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.100.0.10:31050")
+	require.NoError(t, err)
+	defer taken.Close()
+	res := run(t, instance{root: rootTOML, burst: burstTOML}.brokers(t), instanceNetwork(t))
+	f, ok := res.FailureOf("b-0")
+	require.True(t, ok)
+	require.Equal(t, brokersim.ReasonConnect, f.Reason)
+	require.Contains(t, f.Detail, "connecting to its parent 127.100.0.10 (rank 0) at tcp://127.100.0.10:31050: the lead broker's NodePort cannot be served there")
+	require.Contains(t, f.Detail, "address already in use")
+	require.Equal(t, []string{"b-0", "b-1", "b-2"}, res.Missing())
+}
+
+// TestRunRoutesALeadNameInProcess gives the lead broker a name instead of a node address: it
+// cannot be listened on, so the network routes it in-process, as it routes Service names.
+func TestRunRoutesALeadNameInProcess(t *testing.T) {
+	const name = "lead.hpc.example.invalid"
+	burst := strings.ReplaceAll(burstTOML, "127.100.0.10", name)
+	n := brokersim.NewNetwork()
+	require.NoError(t, n.AddHeadlessService("hub", "hpc", "flux-service", 8050, "r-0", "r-1"))
+	require.NoError(t, n.AddHeadlessService("m", "hpc", "b", 8050, "b-0", "b-1", "b-2"))
+	require.NoError(t, n.AddLead(brokersim.Lead{Address: name, Port: 31050, Target: brokersim.Listener{Cluster: "hub", Hostname: "r-0", Port: 8050}}))
+	res := run(t, instance{root: rootTOML, burst: burst}.brokers(t), n)
+	require.NoError(t, res.Err())
+	require.Len(t, netguard.Violations(), 0, "nothing dialled the name")
 }
 
 // TestRunFailures covers the failures the federations do not.
@@ -125,14 +193,14 @@ func TestRunFailures(t *testing.T) {
 			name: "a connect URI with a port that is no number",
 			brokers: func() []brokersim.Broker {
 				b := instance{root: rootTOML, burst: burstTOML}.brokers(t)
-				bad := replace(burstTOML, `connect = "tcp://192.0.2.10:31050"`, `connect = "tcp://192.0.2.10:port"`)
+				bad := replace(burstTOML, `connect = "tcp://127.100.0.10:31050"`, `connect = "tcp://127.100.0.10:port"`)
 				for i := 2; i < 5; i++ {
 					b[i].BrokerTOML = []byte(bad)
 				}
 				return b
 			},
 			want:     map[string]brokersim.Reason{"b-0": brokersim.ReasonConnect, "b-1": brokersim.ReasonOrphaned, "b-2": brokersim.ReasonOrphaned},
-			detailOf: "b-0", detail: `connecting to its parent 192.0.2.10 (rank 0) at tcp://192.0.2.10:port: "tcp://192.0.2.10:port": the port "port" is not a number in 1-65535`,
+			detailOf: "b-0", detail: `connecting to its parent 127.100.0.10 (rank 0) at tcp://127.100.0.10:port: "tcp://127.100.0.10:port": the port "port" is not a number in 1-65535`,
 		},
 		{
 			name: "a second rank 0",

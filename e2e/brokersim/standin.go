@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-zeromq/zmq4"
 
+	"github.com/fluxfed/fluxfed/e2e/brokersim/curvezmq"
 	"github.com/fluxfed/fluxfed/e2e/fluxcheck"
 )
 
@@ -19,8 +20,8 @@ type standIn struct {
 	spec  Broker
 	place *Place
 	boot  *fluxcheck.Bootstrap
-	// cert is the hash of the broker's certificate (CertificateHash).
-	cert string
+	// keys are the keypair of the broker's certificate, which its sockets' CURVE handshakes use.
+	keys curvezmq.KeyPair
 	// router is the bind socket, nil without children; dealer the socket to the parent, nil
 	// on rank 0. Both are set before the stand-in starts.
 	router zmq4.Socket
@@ -49,7 +50,7 @@ func (s *standIn) bind(ctx context.Context) error {
 	if _, inUse := s.run.listeners[l]; inUse {
 		return fmt.Errorf("binding %s: %s is in use", s.place.Bind, l)
 	}
-	router := zmq4.NewRouter(ctx, zmq4.WithLogger(s.run.logger))
+	router := zmq4.NewRouter(ctx, zmq4.WithLogger(s.run.logger), zmq4.WithSecurity(curvezmq.Flux(s.keys)))
 	if err := router.Listen("tcp://" + loopback()); err != nil {
 		return errors.Join(fmt.Errorf("binding %s on loopback: %w", s.place.Bind, err), router.Close())
 	}
@@ -63,7 +64,7 @@ func (s *standIn) bind(ctx context.Context) error {
 func (s *standIn) join(ctx context.Context) {
 	r, p := s.run, s.place
 	parent := fmt.Sprintf("%s (rank %d)", p.ParentHost, p.Parent)
-	l, err := r.network.Resolve(s.spec.Cluster, p.Connect)
+	l, lead, err := r.network.resolve(s.spec.Cluster, p.Connect)
 	if err != nil {
 		reason := ReasonConnect
 		if errors.Is(err, ErrUnresolved) {
@@ -77,11 +78,27 @@ func (s *standIn) join(ctx context.Context) {
 		r.fail(s.idx, ReasonNotListening, "connecting to its parent %s at %s: it leads to %s, where no broker listens", parent, p.Connect, l)
 		return
 	}
-	if err := s.dealer.Dial("tcp://" + addr); err != nil {
+	if lead != nil {
+		// Across clusters through the lead broker's NodePort, for real, where the run serves it
+		// (a lead on loopback); any other lead address is routed in-process, as names are.
+		if served, ok := r.leads[*lead]; ok {
+			if served.err != nil {
+				r.fail(s.idx, ReasonConnect, "connecting to its parent %s at %s: the lead broker's NodePort cannot be served there: %v", parent, p.Connect, served.err)
+				return
+			}
+			addr = lead.String()
+		}
+	}
+	if err := s.dealer.Dial(guardedScheme + "://" + addr); err != nil {
+		if hsErr := (*curvezmq.HandshakeError)(nil); errors.As(err, &hsErr) {
+			r.fail(s.idx, ReasonCertificate, "the CURVE handshake with its parent %s at %s failed, so the two hold different certificates (a real broker retries forever and logs nothing): %v",
+				parent, p.Connect, hsErr.Err)
+			return
+		}
 		r.fail(s.idx, ReasonConnect, "connecting to its parent %s at %s (%s): %v", parent, p.Connect, l, err)
 		return
 	}
-	hello := message{kind: kindHello, id: s.idx, hostname: s.spec.Hostname, rank: p.Rank, cert: s.cert}
+	hello := message{kind: kindHello, id: s.idx, hostname: s.spec.Hostname, rank: p.Rank}
 	if err := s.dealer.Send(zmq4.NewMsgFrom(hello.frames()...)); err != nil {
 		r.fail(s.idx, ReasonConnect, "saying hello to its parent %s: %v", parent, err)
 		return
@@ -185,16 +202,13 @@ func (s *standIn) hello(id string, m message) {
 	s.forward([]int{m.rank})
 }
 
-// admit applies the rules a flux-broker applies to a hello: the certificate (in Flux the CURVE
-// handshake, before any hello), the hostname at the claimed rank in this broker's own hosts,
-// and that rank being its child in its own topology. It returns "" to accept.
+// admit applies the rules a flux-broker applies to a hello, which comes after the CURVE
+// handshake proved the certificate: the hostname at the claimed rank in this broker's own
+// hosts, and that rank being its child in its own topology. It returns "" to accept.
 func (s *standIn) admit(m message) (Reason, string) {
 	me := fmt.Sprintf("%s (rank %d)", s.spec.Hostname, s.place.Rank)
 	hosts := s.boot.Hosts
 	switch {
-	case m.cert != s.cert:
-		return ReasonCertificate, fmt.Sprintf("%s (rank %d) presents another certificate than %s's; a real broker fails the CURVE handshake and retries forever, logging nothing",
-			m.hostname, m.rank, me)
 	case m.rank >= len(hosts):
 		return ReasonHostname, fmt.Sprintf("%s claims rank %d, but %s lists %d hosts: mismatched config?", m.hostname, m.rank, me, len(hosts))
 	case hosts[m.rank].Name != m.hostname:

@@ -3,9 +3,10 @@
 //
 // The local provider (the default) runs each cluster as plain processes: etcd, kube-apiserver,
 // kube-controller-manager, kube-scheduler and kwok, found through e2e/k8sbin. kwok simulates the
-// nodes (NodesPerCluster per cluster, with addresses that differ across clusters) and the pods on
-// them: a scheduled pod becomes Running and Ready and stays so until a test sets
-// AnnotationExitCode on it. No container runs and no Docker engine is needed.
+// nodes (NodesPerCluster per cluster, with loopback addresses that differ across clusters) and
+// the pods on them: a scheduled pod becomes Running and Ready and stays so until a test sets
+// AnnotationExitCode on it. No container runs and no Docker engine is needed. No kube-proxy runs
+// either: a Forwarder serves a NodePort on the nodes' addresses where a test needs one.
 //
 // The kind provider (FLUXFED_E2E_PROVIDER=kind) runs the same Environment on kind clusters instead,
 // for machines with a Docker engine.
@@ -154,10 +155,11 @@ func DefaultNames(n int) []string {
 	return names
 }
 
-// maxClusters and maxNodes keep every cluster's and node's addresses inside its own /16 (see
+// maxClusters and maxNodes keep every cluster's and node's addresses inside the cluster's own
+// /16 of 127/8 and of 10/8, and node numbers below the fallback pod range (see
 // addressPlan).
 const (
-	maxClusters = 200
+	maxClusters = 150
 	maxNodes    = 200
 )
 
@@ -425,6 +427,7 @@ func Load(dir string) (*Environment, error) {
 	for i, c := range env.Clusters {
 		c.index = i
 		if cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig); err == nil {
+			guard(cfg)
 			c.Config = cfg
 		}
 	}

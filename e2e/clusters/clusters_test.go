@@ -1,10 +1,12 @@
 package clusters
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"net"
 	"os"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -18,12 +20,16 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
+	"github.com/fluxfed/fluxfed/e2e/netguard"
 	"github.com/fluxfed/fluxfed/hub/members"
 )
 
+func TestMain(m *testing.M) { netguard.Main(m) }
+
 // TestLocalClusters brings up two local clusters and checks what the e2e tests rely on: kubeconfigs
-// the hub accepts, Ready nodes with addresses of their own, Job pods that run and stay Running
-// until told to finish, and a teardown that leaves no process behind.
+// the hub accepts, Ready nodes with loopback addresses of their own, a NodePort that answers on
+// every node, Job pods that run and stay Running until told to finish, and a teardown that
+// leaves no process behind.
 func TestLocalClusters(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts two control planes")
@@ -56,6 +62,7 @@ func TestLocalClusters(t *testing.T) {
 			require.Len(t, c.NodeAddresses, DefaultNodesPerCluster, "cluster %s", c.Name)
 			for _, addr := range c.NodeAddresses {
 				require.NotNil(t, net.ParseIP(addr), addr)
+				require.NoError(t, netguard.Allowed(addr), "nodes are on loopback")
 				require.NotContains(t, seen, addr, "address %s of %s is also in %s", addr, c.Name, seen[addr])
 				seen[addr] = c.Name
 			}
@@ -65,6 +72,35 @@ func TestLocalClusters(t *testing.T) {
 				require.True(t, nodeReady(&nodes.Items[i]), "node %s of %s", nodes.Items[i].Name, c.Name)
 				require.Empty(t, nodes.Items[i].Spec.Taints, "node %s of %s", nodes.Items[i].Name, c.Name)
 			}
+		}
+	})
+
+	t.Run("a NodePort answers on every node", func(t *testing.T) {
+		c := env.Cluster("hub")
+		svc, err := kubernetes.NewForConfigOrDie(c.Config).CoreV1().Services(metav1.NamespaceDefault).Create(t.Context(), &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: "lead-broker"},
+			Spec: corev1.ServiceSpec{
+				Type:     corev1.ServiceTypeNodePort,
+				Selector: map[string]string{"app": "broker"},
+				Ports:    []corev1.ServicePort{{Port: 8050}},
+			},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		require.NotZero(t, svc.Spec.Ports[0].NodePort, "the API server assigned a node port")
+		f, err := c.ForwardNodePort(svc, echoBackend(t))
+		require.NoError(t, err)
+		defer f.Close()
+		require.Len(t, f.Addrs(), DefaultNodesPerCluster)
+		for i, addr := range f.Addrs() {
+			require.Equal(t, net.JoinHostPort(c.NodeAddresses[i], strconv.Itoa(int(svc.Spec.Ports[0].NodePort))), addr)
+			conn, err := dialer.Dial("tcp", addr)
+			require.NoError(t, err)
+			_, err = conn.Write([]byte("broker?\n"))
+			require.NoError(t, err)
+			line, err := bufio.NewReader(conn).ReadString('\n')
+			require.NoError(t, err)
+			require.Equal(t, "BROKER? from 127.0.0.1\n", line)
+			require.NoError(t, conn.Close())
 		}
 	})
 

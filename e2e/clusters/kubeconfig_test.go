@@ -3,7 +3,6 @@ package clusters
 import (
 	"crypto/x509"
 	"encoding/pem"
-	"net"
 	"path/filepath"
 	"testing"
 
@@ -149,7 +148,7 @@ func TestPKI(t *testing.T) {
 	}
 
 	serving := parse(keys.ServingCert)
-	for _, name := range []string{"127.0.0.1", "localhost", "kubernetes.default.svc", "10.1.240.1"} {
+	for _, name := range []string{"127.0.0.1", "localhost", "kubernetes.default.svc", "127.101.240.1"} {
 		_, err := serving.Verify(x509.VerifyOptions{DNSName: name, Roots: pool})
 		require.NoError(t, err, name)
 	}
@@ -160,7 +159,7 @@ func TestPKI(t *testing.T) {
 	require.Equal(t, []string{"system:masters"}, admin.Subject.Organization)
 
 	// Another cluster's CA does not vouch for this one's certificates.
-	other, err := newPKI("member-a", net.IPv4(10, 2, 240, 1))
+	other, err := newPKI("member-a", planFor(1).serviceIP())
 	require.NoError(t, err)
 	otherPool := x509.NewCertPool()
 	require.True(t, otherPool.AppendCertsFromPEM(other.CACert))

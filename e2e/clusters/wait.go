@@ -13,20 +13,29 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/fluxfed/fluxfed/e2e/netguard"
 )
 
 // pollInterval spaces the checks while waiting; bring-up takes seconds, so finer gains nothing.
 const pollInterval = 200 * time.Millisecond
 
 // restConfig reads a kubeconfig written by this package, with client limits generous enough for
-// tests that create many objects at once.
+// tests that create many objects at once, and its dials guarded (guard).
 func restConfig(kubeconfig string) (*rest.Config, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("reading kubeconfig %s: %w", kubeconfig, err)
 	}
 	cfg.QPS, cfg.Burst = 50, 100
+	guard(cfg)
 	return cfg, nil
+}
+
+// guard makes the clients of cfg dial through netguard: an API server of these clusters is on
+// loopback, and a kubeconfig that says otherwise is a bug that must not reach the network.
+func guard(cfg *rest.Config) {
+	cfg.Dial = (&netguard.Dialer{}).DialContext
 }
 
 // poll calls check until it reports done, a process of c exits, or ctx ends. check returns why

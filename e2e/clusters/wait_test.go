@@ -35,13 +35,13 @@ func TestReadyNodes(t *testing.T) {
 		{name: "none"},
 		{
 			name:  "sorted by node name",
-			nodes: []corev1.Node{node("b", "10.1.0.2", corev1.ConditionTrue), node("a", "10.1.0.1", corev1.ConditionTrue)},
-			addrs: []string{"10.1.0.1", "10.1.0.2"},
+			nodes: []corev1.Node{node("b", "127.101.0.2", corev1.ConditionTrue), node("a", "127.101.0.1", corev1.ConditionTrue)},
+			addrs: []string{"127.101.0.1", "127.101.0.2"},
 		},
 		{
 			name:  "not Ready or without a Ready condition",
-			nodes: []corev1.Node{node("a", "10.1.0.1", corev1.ConditionFalse), node("b", "10.1.0.2", ""), node("c", "10.1.0.3", corev1.ConditionTrue)},
-			addrs: []string{"10.1.0.3"},
+			nodes: []corev1.Node{node("a", "127.101.0.1", corev1.ConditionFalse), node("b", "127.101.0.2", ""), node("c", "127.101.0.3", corev1.ConditionTrue)},
+			addrs: []string{"127.101.0.3"},
 			notOK: []string{"a", "b"},
 		},
 	} {

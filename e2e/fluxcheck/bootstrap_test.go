@@ -15,7 +15,7 @@ func TestFormatURI(t *testing.T) {
 	}{
 		{"tcp://%h.flux-service.hpc.svc.cluster.local:%p", "r-1", 8050, "tcp://r-1.flux-service.hpc.svc.cluster.local:8050"},
 		{"tcp://eth0:%p", "r-1", 8050, "tcp://eth0:8050"},
-		{"tcp://192.0.2.10:31050", "192.0.2.10", 8050, "tcp://192.0.2.10:31050"},
+		{"tcp://127.101.0.1:31050", "127.101.0.1", 8050, "tcp://127.101.0.1:31050"},
 		{"tcp://%h:%p", "r-0", -1, "tcp://r-0:-1"}, // no default_port
 		{"ipc:///run/%h/100%%", "r-0", 1, "ipc:///run/r-0/100%"},
 		{"tcp://%x%h", "r-0", 1, "tcp://%xr-0"},
@@ -56,8 +56,8 @@ func TestParseBootstrap(t *testing.T) {
 	burst, violations := ParseBootstrap([]byte(burstTOML), "b-0")
 	require.Empty(t, violations)
 	require.Equal(t, 2, burst.Rank)
-	require.Equal(t, "192.0.2.10", burst.Hosts[0].Name)
-	require.Equal(t, "tcp://192.0.2.10:31050", burst.ConnectURI(burst.Parent(burst.Rank)))
+	require.Equal(t, "127.101.0.1", burst.Hosts[0].Name)
+	require.Equal(t, "tcp://127.101.0.1:31050", burst.ConnectURI(burst.Parent(burst.Rank)))
 	require.Equal(t, "tcp://eth0:31050", burst.BindURI(0))
 
 	singleton, violations := ParseBootstrap([]byte("[bootstrap]\n"), "a-0")
@@ -124,9 +124,9 @@ func TestFatal(t *testing.T) {
 		rule  Rule
 		fatal bool
 	}{
-		{"a connect port that is no number", replace(burstTOML, "tcp://192.0.2.10:31050\" }", "tcp://192.0.2.10:port\" }"), RuleURI, false},
-		{"a URI without a port", replace(burstTOML, "tcp://192.0.2.10:31050\" }", "tcp://192.0.2.10\" }"), RuleURI, false},
-		{"a URI without an address", replace(burstTOML, "tcp://192.0.2.10:31050\" }", "tcp://\" }"), RuleURI, true},
+		{"a connect port that is no number", replace(burstTOML, "tcp://127.101.0.1:31050\" }", "tcp://127.101.0.1:port\" }"), RuleURI, false},
+		{"a URI without a port", replace(burstTOML, "tcp://127.101.0.1:31050\" }", "tcp://127.101.0.1\" }"), RuleURI, false},
+		{"a URI without an address", replace(burstTOML, "tcp://127.101.0.1:31050\" }", "tcp://\" }"), RuleURI, true},
 		{"the 0MQ wildcard", replace(burstTOML, "tcp://eth0:31050", "tcp://eth0:*"), RuleURI, true},
 		{"another scheme", replace(burstTOML, "tcp://eth0:31050", "udp://eth0:31050"), RuleURI, true},
 		{"parent keys under kary", burstTOML + "[tbon]\ntopo = \"kary:2\"\n", RuleTopology, false},

@@ -67,7 +67,7 @@ default_port = 8050
 default_bind = "tcp://eth0:%p"
 default_connect = "tcp://%h.flux-service.hpc.svc.cluster.local:%p"
 hosts = [
-  { host = "192.0.2.10", bind = "tcp://eth0:31050", connect = "tcp://192.0.2.10:31050" },
+  { host = "127.101.0.1", bind = "tcp://eth0:31050", connect = "tcp://127.101.0.1:31050" },
   { host = "r-1,b-0" },
   { host = "b-[1-2]", parent = "b-0" },
 ]
@@ -250,10 +250,10 @@ func TestViolations(t *testing.T) {
 			name: "URI without a numeric port",
 			configs: func() []HostConfig {
 				f := good
-				f.burst = replace(burstTOML, `connect = "tcp://192.0.2.10:31050"`, `connect = "tcp://192.0.2.10:port"`)
+				f.burst = replace(burstTOML, `connect = "tcp://127.101.0.1:31050"`, `connect = "tcp://127.101.0.1:port"`)
 				return f.configs()
 			},
-			want: []want{{"b-0", RuleURI, `connect of 192.0.2.10 "tcp://192.0.2.10:port": the port "port" is not a number in 1-65535`}},
+			want: []want{{"b-0", RuleURI, `connect of 127.101.0.1 "tcp://127.101.0.1:port": the port "port" is not a number in 1-65535`}},
 		},
 		{
 			name: "URI with another scheme",
@@ -268,7 +268,7 @@ func TestViolations(t *testing.T) {
 			name: "burst reaching rank 0 by its in-cluster name",
 			configs: func() []HostConfig {
 				f := good
-				f.burst = replace(burstTOML, `{ host = "192.0.2.10", bind = "tcp://eth0:31050", connect = "tcp://192.0.2.10:31050" },
+				f.burst = replace(burstTOML, `{ host = "127.101.0.1", bind = "tcp://eth0:31050", connect = "tcp://127.101.0.1:31050" },
   { host = "r-1,b-0" },`, `{ host = "r-[0-1],b-0" },`)
 				return f.configs()
 			},

@@ -144,14 +144,14 @@ func describe(f runtime.Frame) string {
 // after printing every refusal to stderr. Make it the TestMain of a package that opens
 // connections: func TestMain(m *testing.M) { netguard.Main(m) }.
 func Main(m *testing.M) {
-	os.Exit(run(m, os.Stderr))
+	os.Exit(Check(m.Run()))
 }
 
-// runner is what run needs of a *testing.M.
-type runner interface{ Run() int }
+// Check returns code, or 1 after printing every refused dial to stderr when there was one. It
+// is Main for a TestMain that has more to do after m.Run: code = netguard.Check(m.Run()).
+func Check(code int) int { return check(code, os.Stderr) }
 
-func run(m runner, stderr io.Writer) int {
-	code := m.Run()
+func check(code int, stderr io.Writer) int {
 	v := Violations()
 	if len(v) == 0 {
 		return code

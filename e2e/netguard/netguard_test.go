@@ -157,7 +157,10 @@ func TestDialerThroughHTTP(t *testing.T) {
 	resetViolations(t)
 	var d Dialer
 	client := &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}
-	_, err := client.Get("http://example.invalid/")
+	resp, err := client.Get("http://example.invalid/")
+	if resp != nil {
+		_ = resp.Body.Close()
+	}
 	require.ErrorIs(t, err, ErrNotLoopback)
 	v := Violations()
 	require.Len(t, v, 1)
@@ -165,24 +168,20 @@ func TestDialerThroughHTTP(t *testing.T) {
 	require.Contains(t, v[0], `"example.invalid:80" dialled by net/http.`)
 }
 
-type fakeM struct{ code int }
-
-func (m fakeM) Run() int { return m.code }
-
-func TestRun(t *testing.T) {
+func TestCheck(t *testing.T) {
 	resetViolations(t)
 	var out bytes.Buffer
-	require.Equal(t, 0, run(fakeM{0}, &out))
-	require.Equal(t, 3, run(fakeM{3}, &out))
+	require.Equal(t, 0, check(0, &out))
+	require.Equal(t, 3, check(3, &out))
 	require.Empty(t, out.String())
 
 	_, err := (&Dialer{}).Dial("tcp", v4(10, 1, 0, 1)+":443")
 	require.ErrorIs(t, err, ErrNotLoopback)
-	require.Equal(t, 1, run(fakeM{0}, &out), "a refused dial fails a run whose tests passed")
+	require.Equal(t, 1, check(0, &out), "a refused dial fails a run whose tests passed")
 	require.Contains(t, out.String(), "netguard: 1 dial(s) to addresses outside 127.0.0.0/8 were refused")
-	require.Contains(t, out.String(), `netguard:   "`+v4(10, 1, 0, 1)+`:443" dialled by github.com/fluxfed/fluxfed/e2e/netguard.TestRun`)
+	require.Contains(t, out.String(), `netguard:   "`+v4(10, 1, 0, 1)+`:443" dialled by github.com/fluxfed/fluxfed/e2e/netguard.TestCheck`)
 	out.Reset()
-	require.Equal(t, 1, run(fakeM{2}, &out))
+	require.Equal(t, 1, check(2, &out))
 	require.NotEmpty(t, out.String())
 }
 

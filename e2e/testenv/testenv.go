@@ -115,6 +115,9 @@ func start() (*Env, error) {
 		ErrorIfCRDPathMissing: true,
 		Scheme:                scheme,
 	}
+	// Without it kube-apiserver picks the address of the default route's interface, and fails
+	// where there is none: in the loopback-only network namespace `make test` runs tests in.
+	env.ControlPlane.GetAPIServer().Configure().Set("advertise-address", "127.0.0.1")
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", dir, err)

@@ -2,8 +2,10 @@
 // (`make demo`): it starts a hub and two members as local processes, installs and runs fluxfed
 // on each, registers the members, applies examples/bursting-root.yaml on the hub, waits for
 // every broker, and prints what a user would look at. Pods are simulated (kwok), so stand-in
-// brokers (e2e/brokersim) show that the rendered configs join one overlay. With KEEP=1 the
-// clusters keep running afterwards.
+// brokers (e2e/brokersim) show that the rendered configs join one overlay: the burst brokers
+// reach rank 0 through the lead broker's NodePort on the hub's node, as they would on real
+// clusters, and the hub's own greeting of that endpoint meets rank 0's CURVE socket. With
+// KEEP=1 the clusters keep running afterwards. Everything stays on loopback.
 package main
 
 import (
@@ -16,6 +18,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -28,10 +31,13 @@ import (
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/e2e/brokersim"
+	"github.com/fluxfed/fluxfed/e2e/clusters"
 	"github.com/fluxfed/fluxfed/e2e/fleet"
 	"github.com/fluxfed/fluxfed/e2e/k8sbin"
 	"github.com/fluxfed/fluxfed/e2e/testenv"
 	"github.com/fluxfed/fluxfed/hostlist"
+	"github.com/fluxfed/fluxfed/hub"
+	"github.com/fluxfed/fluxfed/member/render/names"
 )
 
 const namespace = "demo"
@@ -107,6 +113,8 @@ func demo(ctx context.Context, f *fleet.Fleet, out io.Writer, say func(string, .
 	if err := hub.Create(ctx, root); err != nil {
 		return err
 	}
+	stopEarly := answerEarly(ctx, f, root, say)
+	defer stopEarly()
 
 	// Follow the bursts until every one is Ready.
 	last := ""
@@ -139,19 +147,139 @@ func demo(ctx context.Context, f *fleet.Fleet, out io.Writer, say func(string, .
 	}
 	say("Every broker of the federation runs, %v after the apply", time.Since(applied).Round(10*time.Millisecond))
 
-	if err := printRoot(out, root); err != nil {
-		return err
-	}
 	sides, err := f.Federation(ctx, root)
 	if err != nil {
 		return err
 	}
-	printPods(out, root, sides)
-	if err := printJoin(ctx, out, root, sides); err != nil {
+	stopEarly() // the whole federation's stand-ins take over rank 0 and the NodePort
+	sim, err := join(ctx, root, sides, say)
+	if err != nil {
 		return err
 	}
+	defer sim.Close()
+	if err := awaitReachable(ctx, f, root, say); err != nil {
+		return err
+	}
+
+	if err := printRoot(out, root); err != nil {
+		return err
+	}
+	printPods(out, root, sides)
+	printJoin(out, sim.Result())
 	printPoke(out, f)
 	return nil
+}
+
+// answerEarly stands in for rank 0 from the moment the hub can greet it: once the root's lead
+// broker Service has its node port and the root's broker config and certificate exist (the
+// member reconciler writes them before the Job, so before rank 0's pod has a node, which is
+// when the hub greets the endpoint it advertises), it starts rank 0's stand-in and serves the
+// node port on every hub node in front of it, as kube-proxy serves a NodePort as soon as the
+// Service exists. The returned func ends it and returns once it ended; it may be called more
+// than once. When it loses the race with the hub, awaitReachable waits for the hub's next
+// greeting.
+func answerEarly(ctx context.Context, f *fleet.Fleet, root *fluxv1alpha2.MiniCluster, say func(string, ...any)) func() {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	var sim *brokersim.Sim
+	var forwarder *clusters.Forwarder
+	go func() {
+		defer close(done)
+		hubClient := f.Clients["hub"]
+		svc, cm, secret := &corev1.Service{}, &corev1.ConfigMap{}, &corev1.Secret{}
+		get := func(name string, obj client.Object) bool {
+			return hubClient.Get(ctx, client.ObjectKey{Namespace: root.Namespace, Name: name}, obj) == nil
+		}
+		for !get(names.LeadBrokerServiceName(root), svc) || len(svc.Spec.Ports) == 0 || svc.Spec.Ports[0].NodePort == 0 ||
+			!get(names.ConfigMapName(root), cm) || !get(names.CurveSecretName(root), secret) {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		rank0 := brokersim.Broker{Cluster: f.Hub.Name, Hostname: root.Name + "-0",
+			BrokerTOML: []byte(cm.Data[names.KeyBrokerTOML]), CurveCert: secret.Data[names.KeyCurveCert]}
+		var err error
+		if sim, err = brokersim.Start(ctx, []brokersim.Broker{rank0}, brokersim.NewNetwork()); err != nil {
+			say("Rank 0's stand-in did not start: %v", err)
+			return
+		}
+		addr, listening := sim.Addr(brokersim.Listener{Cluster: rank0.Cluster, Hostname: rank0.Hostname, Port: names.DefaultBrokerPort})
+		if !listening {
+			say("Rank 0's stand-in does not listen: %v", sim.Result().Err())
+			return
+		}
+		if forwarder, err = f.Hub.ForwardNodePort(svc, addr); err != nil {
+			say("The lead broker's NodePort cannot be served: %v", err)
+			return
+		}
+		say("Rank 0's stand-in answers on NodePort %d of every hub node %v", svc.Spec.Ports[0].NodePort, f.Hub.NodeAddresses)
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			cancel()
+			<-done
+			if forwarder != nil {
+				_ = forwarder.Close() // the connections it carries end, which is the point
+			}
+			if sim != nil {
+				sim.Close()
+			}
+		})
+	}
+}
+
+// join starts a stand-in broker for every pod with the config its cluster rendered, routed as
+// the clusters' networks would route it: the burst brokers dial the lead broker's NodePort,
+// which a stand-in for kube-proxy serves on the hub's node. The stand-ins keep serving until
+// the returned Sim is closed.
+func join(ctx context.Context, root *fluxv1alpha2.MiniCluster, sides []fleet.Side, say func(string, ...any)) (*brokersim.Sim, error) {
+	n, err := fleet.Network(root, sides)
+	if err != nil {
+		return nil, err
+	}
+	lead := root.Status.LeadBroker
+	say("Starting a stand-in broker for every pod; rank 0's is behind the lead broker's NodePort %s:%d", lead.Address, lead.Port)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return brokersim.Start(ctx, fleet.Brokers(sides, nil), n)
+}
+
+// awaitReachable waits until the hub finds the lead broker reachable, and leaves root as last
+// read. The hub greets the endpoint as soon as rank 0's pod has a node. When answerEarly was not
+// listening yet, the hub greets the endpoint again only after its probe interval (hub.Options
+// ProbeInterval; the fleet runs the hub with the default), so the true status can take that
+// long to show.
+func awaitReachable(ctx context.Context, f *fleet.Fleet, root *fluxv1alpha2.MiniCluster, say func(string, ...any)) error {
+	hubClient := f.Clients["hub"]
+	start := time.Now()
+	deadline := start.Add(hub.DefaultProbeInterval + 30*time.Second)
+	waiting := false
+	for {
+		if err := hubClient.Get(ctx, client.ObjectKeyFromObject(root), root); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(root.Status.Conditions, fluxv1alpha2.ConditionLeadBrokerReachable)
+		switch {
+		case c != nil && c.Status == metav1.ConditionTrue:
+			if waiting {
+				say("The hub's next greeting found rank 0's stand-in: %s", c.Message)
+			}
+			return nil
+		case time.Now().After(deadline):
+			return fmt.Errorf("the hub did not find the lead broker reachable within %v: %v", time.Since(start).Round(time.Second), c)
+		case !waiting:
+			say("Waiting for the hub to greet the lead broker again (it greets an endpoint that did not answer every %v)", hub.DefaultProbeInterval)
+			waiting = true
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 func printRoot(out io.Writer, root *fluxv1alpha2.MiniCluster) error {
@@ -162,10 +290,6 @@ func printRoot(out io.Writer, root *fluxv1alpha2.MiniCluster) error {
 	fmt.Fprintln(out, "conditions:")
 	for _, c := range root.Status.Conditions {
 		fmt.Fprintf(out, "  %-20s %-6s %-16s %s\n", c.Type, c.Status, c.Reason, c.Message)
-	}
-	if meta.IsStatusConditionFalse(root.Status.Conditions, fluxv1alpha2.ConditionLeadBrokerReachable) {
-		fmt.Fprintln(out, "  (the hub greets the advertised endpoint; with simulated pods no Flux broker listens there,")
-		fmt.Fprintln(out, "   so it cannot answer: on real clusters this condition tells a wrong address from a right one)")
 	}
 	fmt.Fprintln(out, "bursts:")
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
@@ -207,19 +331,8 @@ func printPods(out io.Writer, root *fluxv1alpha2.MiniCluster, sides []fleet.Side
 	}
 }
 
-// printJoin runs a stand-in broker for every pod with the config its cluster rendered, routed
-// as the clusters' networks would, and reports what rank 0 saw.
-func printJoin(ctx context.Context, out io.Writer, root *fluxv1alpha2.MiniCluster, sides []fleet.Side) error {
-	n, err := fleet.Network(root, sides)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	res, err := brokersim.Run(ctx, fleet.Brokers(sides, nil), n)
-	if err != nil {
-		return err
-	}
+// printJoin reports what rank 0's stand-in saw.
+func printJoin(out io.Writer, res *brokersim.Result) {
 	fmt.Fprintln(out, "\n== The overlay (stand-in brokers: pods are simulated here, so no real Flux runs)")
 	fmt.Fprintf(out, "rank 0 (%s) saw %d of %d ranks join in %v; ", res.Root, len(res.Online), len(res.Hosts), res.JoinTime.Round(time.Millisecond/10))
 	if res.Complete() {
@@ -230,7 +343,6 @@ func printJoin(ctx context.Context, out io.Writer, root *fluxv1alpha2.MiniCluste
 			fmt.Fprintf(out, "  %s\n", fl.Error())
 		}
 	}
-	return nil
 }
 
 func printPoke(out io.Writer, f *fleet.Fleet) {

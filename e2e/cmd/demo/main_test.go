@@ -8,10 +8,15 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/fluxfed/fluxfed/e2e/netguard"
 )
 
+func TestMain(m *testing.M) { netguard.Main(m) }
+
 // TestDemoShowsTheFederation runs the demo, the README's first command, and checks that it shows
-// what it promises, then leaves nothing behind.
+// what it promises, the hub's greeting of the lead broker answered by rank 0's stand-in
+// included, then leaves nothing behind.
 func TestDemoShowsTheFederation(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "demo")
 	var out bytes.Buffer
@@ -28,6 +33,9 @@ func TestDemoShowsTheFederation(t *testing.T) {
 	} {
 		require.Contains(t, out.String(), want)
 	}
+	require.Regexp(t, `(?m)^  LeadBrokerReachable\s+True\s+\w+\s+the lead broker is reachable at 127\.101\.0\.\d+:\d+$`, out.String())
+	require.Regexp(t, `(?m)^lead broker:\s+127\.101\.0\.\d+:\d+ `, out.String())
+	require.NotContains(t, out.String(), "NotAnswering")
 	for rank, host := range []string{"bursting-root-0", "bursting-root-1", "burst-a-0", "burst-a-1", "burst-a-2", "burst-b-0", "burst-b-1"} {
 		require.Regexp(t, `(?m)^  `+string(rune('0'+rank))+`\s+\S+\s+demo/`+host+`-\w+\s+`+host+`\s+\S+\s+Running$`, out.String())
 	}

@@ -9,7 +9,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fluxfed/fluxfed/e2e/clusters"
+	"github.com/fluxfed/fluxfed/e2e/netguard"
 )
+
+func TestMain(m *testing.M) { netguard.Main(m) }
 
 func TestUsage(t *testing.T) {
 	var out, errOut bytes.Buffer
