@@ -94,16 +94,22 @@ func TestHubAndMemberAccessKustomizationsApplyWithServerSideDryRun(t *testing.T)
 	}
 	hubObjs := kustomize(t, "hub")
 	require.Equal(t, map[string]int{
-		"CustomResourceDefinition": 1, "Namespace": 1, "ServiceAccount": 1, "ClusterRole": 2,
+		"CustomResourceDefinition": 2, "Namespace": 1, "ServiceAccount": 1, "ClusterRole": 2,
 		"ClusterRoleBinding": 2, "Role": 1, "RoleBinding": 1, "Deployment": 1, "Service": 1,
 	}, kindsOf(hubObjs))
+	var crds []string
 	for _, o := range hubObjs {
+		if o.GetKind() == "CustomResourceDefinition" {
+			crds = append(crds, o.GetName())
+		}
 		if o.GetKind() == "Deployment" {
 			args, _, err := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
 			require.NoError(t, err)
 			require.Contains(t, args[0].(map[string]any)["args"], "--hub")
 		}
 	}
+	require.ElementsMatch(t, []string{"miniclusters.flux-framework.org", "memberclusters.fluxfed.io"}, crds,
+		"the hub serves MiniClusters and registers members as MemberClusters")
 	accessObjs := kustomize(t, "member-access")
 	require.Equal(t, map[string]int{"Namespace": 1, "ServiceAccount": 1, "Secret": 1, "ClusterRole": 1, "ClusterRoleBinding": 1},
 		kindsOf(accessObjs))

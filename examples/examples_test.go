@@ -51,7 +51,8 @@ func TestExamplesApply(t *testing.T) {
 				var mc fluxv1alpha2.MiniCluster
 				require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(obj), &mc))
 				require.GreaterOrEqual(t, mc.Spec.Size, int32(1), "size defaulted")
-				require.NotEmpty(t, mc.Spec.Network.HeadlessName, "network.headlessName defaulted")
+				written, _, _ := unstructured.NestedString(obj.Object, "spec", "network", "headlessName")
+				require.Equal(t, written, mc.Spec.Network.HeadlessName, "network.headlessName is stored as written, never defaulted")
 				require.NotEmpty(t, mc.Spec.Containers, "containers")
 			}
 		})
