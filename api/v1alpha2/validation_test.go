@@ -304,6 +304,12 @@ func TestTheFluxLayoutIsFixedOnceCreated(t *testing.T) {
 		{name: "change the hostlist", spec: "flux:\n  bursting:\n    hostlist: root-[0-1],far-[0-3]\n", change: func(s map[string]any) {
 			s["flux"].(map[string]any)["bursting"].(map[string]any)["hostlist"] = "root-[0-1],far-[0-4]"
 		}, field: "spec.flux.bursting.hostlist", message: "spec.flux.bursting.hostlist is fixed"},
+		{name: "add a hostlist", spec: "size: 2\n", change: func(s map[string]any) {
+			s["flux"] = map[string]any{"bursting": map[string]any{"hostlist": "root-[0-1],far-[0-3]"}}
+		}, field: "spec.flux.bursting.hostlist", message: "spec.flux.bursting.hostlist is fixed"},
+		{name: "remove the hostlist", spec: "flux:\n  bursting:\n    hostlist: root-[0-1],far-[0-3]\n", change: func(s map[string]any) {
+			delete(s["flux"].(map[string]any)["bursting"].(map[string]any), "hostlist")
+		}, field: "spec.flux.bursting.hostlist", message: "spec.flux.bursting.hostlist is fixed"},
 		{name: "move the lead broker", spec: child, change: leadBroker("address", "127.0.0.11")},
 		{name: "change the lead broker's port", spec: child, change: leadBroker("port", 30094)},
 		{name: "rename the lead broker", spec: child, change: leadBroker("name", "other"), field: "spec.flux.bursting.leadBroker", message: "leadBroker's name and size are fixed"},
