@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	fedv1alpha1 "github.com/fluxfed/fluxfed/api/fluxfed/v1alpha1"
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/e2e/brokersim"
 	"github.com/fluxfed/fluxfed/e2e/clusters"
@@ -162,6 +163,9 @@ func demo(ctx context.Context, f *fleet.Fleet, out io.Writer, say func(string, .
 	}
 
 	if err := printRoot(out, root); err != nil {
+		return err
+	}
+	if err := printMembers(ctx, out, hub); err != nil {
 		return err
 	}
 	printPods(out, root, sides)
@@ -300,6 +304,30 @@ func printRoot(out io.Writer, root *fluxv1alpha2.MiniCluster) error {
 	return w.Flush()
 }
 
+// printMembers shows the MemberClusters as kubectl get memberclusters -o wide does.
+func printMembers(ctx context.Context, out io.Writer, hub client.Client) error {
+	var list fedv1alpha1.MemberClusterList
+	if err := hub.List(ctx, &list); err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "\n== The members, as the hub sees them (kubectl get memberclusters -o wide)")
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "  NAME\tREADY\tVERSION\tNODES\tCHILDREN\tREASON\tCLUSTER-ID")
+	for _, m := range list.Items {
+		ready, reason := "", ""
+		if c := meta.FindStatusCondition(m.Status.Conditions, fedv1alpha1.ConditionReady); c != nil {
+			ready, reason = string(c.Status), c.Reason
+		}
+		nodes := ""
+		if m.Status.Nodes != nil {
+			nodes = fmt.Sprint(*m.Status.Nodes)
+		}
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%d\t%s\t%s\n", m.Name, ready, m.Status.KubernetesVersion, nodes,
+			m.Status.Children, reason, m.Status.ClusterID)
+	}
+	return w.Flush()
+}
+
 // printPods lists the broker pods of every cluster with their rank in the global hostlist.
 func printPods(out io.Writer, root *fluxv1alpha2.MiniCluster, sides []fleet.Side) {
 	hosts, err := hostlist.Expand(root.Status.Hostlist)
@@ -354,6 +382,7 @@ func printPoke(out io.Writer, f *fleet.Fleet) {
 	fmt.Fprintf(out, "  export KUBECONFIG=%s\n", f.Env.Kubeconfig)
 	fmt.Fprintf(out, "  %s --context hub -n %s get minicluster bursting-root -o yaml\n", kubectl, namespace)
 	fmt.Fprintf(out, "  %s --context member-a -n %s get minicluster,jobs,pods\n", kubectl, namespace)
+	fmt.Fprintf(out, "  %s --context hub get memberclusters -o wide\n", kubectl)
 	fmt.Fprintf(out, "  %s --context hub -n %s get events --field-selector involvedObject.name=bursting-root\n", kubectl, namespace)
 	fmt.Fprintf(out, "  %s --context hub -n %s delete minicluster bursting-root   # the children go too\n", kubectl, namespace)
 	fmt.Fprintf(out, "  manager logs: %s/<cluster>/logs/fluxfed.log\n", f.Env.Dir)

@@ -36,6 +36,10 @@ func TestDemoShowsTheFederation(t *testing.T) {
 	require.Regexp(t, `(?m)^  LeadBrokerReachable\s+True\s+\w+\s+the lead broker is reachable at 127\.101\.0\.\d+:\d+$`, out.String())
 	require.Regexp(t, `(?m)^lead broker:\s+127\.101\.0\.\d+:\d+ `, out.String())
 	require.NotContains(t, out.String(), "NotAnswering")
+	for _, member := range []string{"member-a", "member-b"} {
+		require.Regexp(t, `(?m)^  `+member+`\s+True\s+v1\.\d+\.\d+\s+2\s+1\s+Connected\s+[0-9a-f-]{36}$`, out.String(),
+			"the members are shown Ready, each with one child")
+	}
 	for rank, host := range []string{"bursting-root-0", "bursting-root-1", "burst-a-0", "burst-a-1", "burst-a-2", "burst-b-0", "burst-b-1"} {
 		require.Regexp(t, `(?m)^  `+string(rune('0'+rank))+`\s+\S+\s+demo/`+host+`-\w+\s+`+host+`\s+\S+\s+Running$`, out.String())
 	}
