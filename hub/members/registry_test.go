@@ -159,6 +159,24 @@ func testTheRegistryUsesOnlyCheckedKubeconfigsAndReportsTheMember(t *testing.T, 
 		Spec: fedv1alpha1.MemberClusterSpec{KubeconfigSecretRef: fedv1alpha1.KubeconfigSecretRef{Name: "x"}}}))
 	require.Equal(t, PhaseUnknown, phase(r, "later").Phase)
 
+	// Rotated to a kubeconfig with an inline token and a client key read from a path: refused,
+	// and the member is no longer used at all, not even with the credentials it had.
+	kc, err = clientcmd.Load(kubeconfigOf(t, member, ""))
+	require.NoError(t, err)
+	for _, u := range kc.AuthInfos {
+		*u = clientcmdapi.AuthInfo{Token: "inline-token", ClientKey: "/var/run/secrets/hub/key.pem"}
+	}
+	tokenAndKeyPath, err := clientcmd.Write(*kc)
+	require.NoError(t, err)
+	r.Set(Registration{Name: "member-ok", Kubeconfig: tokenAndKeyPath})
+	refused = waitPhase(t, r, "member-ok", PhaseNotReady, fedv1alpha1.ReasonKubeconfigRefused)
+	require.Contains(t, refused.Message, "reads its client key from a file")
+	require.Nil(t, refused.Cluster)
+	require.NotContains(t, refused.Message, "inline-token", "a refusal never quotes a credential")
+	_, err = r.Get(ctx, "member-ok")
+	require.ErrorIs(t, err, multicluster.ErrClusterNotFound, "a refused kubeconfig is never used to push")
+	require.Empty(t, r.ListClusters())
+
 	r.Remove("member-ok")
 	require.Equal(t, PhaseNotRegistered, phase(r, "member-ok").Phase)
 }
