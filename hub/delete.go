@@ -14,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -38,8 +37,8 @@ const (
 )
 
 // removeStale deletes the children of root that its plan no longer has (a burst moved to another
-// member or namespace, or stopped naming a member) on the members it may reach now. The members'
-// caches say where they are, so a settled root costs no request. A failed delete is returned, to
+// member or namespace, or stopped naming a member) on the members it may reach now. The root's
+// ledger says what there is, so a settled root costs no request. A failed delete is returned, to
 // be retried.
 func (r *Reconciler) removeStale(ctx context.Context, root *fluxv1alpha2.MiniCluster, fed *federation, events *eventQueue) error {
 	if fed.plan == nil {
@@ -49,20 +48,22 @@ func (r *Reconciler) removeStale(ctx context.Context, root *fluxv1alpha2.MiniClu
 	for _, c := range fed.plan.Children {
 		keep[c.Cluster+"/"+c.Namespace+"/"+c.Burst] = true
 	}
-	return r.deleteOnMembers(ctx, root, r.reachable(), false, events, func(member string, obj client.Object) bool {
-		return !keep[member+"/"+obj.GetNamespace()+"/"+childNameOf(obj)]
+	return r.deleteOnMembers(ctx, r.ledgerOf(root), r.reachable(), false, events, func(p fluxv1alpha2.PushedObject) bool {
+		return !keep[p.Cluster+"/"+p.Namespace+"/"+childNameOf(p)]
 	})
 }
 
 // unburst handles a live root without bursts to push: the children of the bursts moved off the
 // members are deleted on every member the hub reaches, then the hub's status fields and
-// finalizer go. What is on a member out of reach is the orphan sweep's.
+// finalizer go. What is on a member out of reach is left to the orphan sweep.
 func (r *Reconciler) unburst(ctx context.Context, root *fluxv1alpha2.MiniCluster) (reconcile.Result, error) {
 	events := &eventQueue{}
-	if err := r.deleteOnMembers(ctx, root, r.reachable(), false, events, func(string, client.Object) bool { return true }); err != nil {
+	l := r.ledgerOf(root)
+	if err := r.deleteOnMembers(ctx, l, r.reachable(), false, events, everything); err != nil {
 		events.flush(r.recorder, root)
 		return reconcile.Result{}, err
 	}
+	r.orphan(l)
 	if err := r.applyStatus(ctx, root, federationStatus{}, nil, events); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -71,8 +72,11 @@ func (r *Reconciler) unburst(ctx context.Context, root *fluxv1alpha2.MiniCluster
 	return reconcile.Result{}, r.releaseFinalizer(ctx, root)
 }
 
+// everything selects every object of a ledger.
+func everything(fluxv1alpha2.PushedObject) bool { return true }
+
 // finalize deletes a root's children on its members before the root goes: the members its spec
-// names and those whose cache holds its children. A member that is registered but cannot be
+// names and those its ledger records children on. A member that is registered but cannot be
 // reached now is waited for until CleanupTimeout after the deletion started; one that is not
 // registered is not waited for. Then the finalizer is released and what is left is the orphan
 // sweep's. Members that have none of the root's children are never waited for.
@@ -80,16 +84,10 @@ func (r *Reconciler) finalize(ctx context.Context, root *fluxv1alpha2.MiniCluste
 	if !slices.Contains(root.Finalizers, fluxv1alpha2.FinalizerBursts) {
 		return reconcile.Result{}, nil
 	}
+	l := r.ledgerOf(root)
 	names := map[string]bool{}
-	for _, b := range root.Spec.Flux.Bursting.Clusters {
-		if b.Cluster != "" {
-			names[b.Cluster] = true
-		}
-	}
-	for _, name := range r.reachable() {
-		if r.holdsChildrenOf(ctx, name, root) {
-			names[name] = true
-		}
+	for _, p := range l.list() {
+		names[p.Cluster] = true
 	}
 	var pending, unregistered, ready []string
 	for _, name := range slices.Sorted(maps.Keys(names)) {
@@ -103,7 +101,7 @@ func (r *Reconciler) finalize(ctx context.Context, root *fluxv1alpha2.MiniCluste
 		}
 	}
 	events := &eventQueue{}
-	if err := r.deleteOnMembers(ctx, root, ready, true, events, func(string, client.Object) bool { return true }); err != nil {
+	if err := r.deleteOnMembers(ctx, l, ready, true, events, everything); err != nil {
 		pending = append(pending, err.Error())
 	}
 	if len(pending) > 0 {
@@ -121,8 +119,16 @@ func (r *Reconciler) finalize(ctx context.Context, root *fluxv1alpha2.MiniCluste
 		r.recorder.Eventf(root, nil, corev1.EventTypeWarning, EventCleanupIncomplete, "DeleteChildren",
 			"cannot reach %s; the orphan sweep deletes what is left there once the member is registered again", strings.Join(unregistered, ", "))
 	}
+	r.orphan(l)
 	r.forget(root)
 	return reconcile.Result{}, r.releaseFinalizer(ctx, root)
+}
+
+// orphan hands what is left in a ledger to the orphan sweep.
+func (r *Reconciler) orphan(l *ledger) {
+	for _, p := range l.list() {
+		r.orphans.add(p)
+	}
 }
 
 // reachable returns the members the hub may push to now.
@@ -134,19 +140,10 @@ func (r *Reconciler) reachable() []string {
 	return out
 }
 
-// holdsChildrenOf reports whether the cache of member holds objects pushed for root.
-func (r *Reconciler) holdsChildrenOf(ctx context.Context, member string, root *fluxv1alpha2.MiniCluster) bool {
-	s := r.members.State(ctx, member)
-	if s.Cluster == nil {
-		return false
-	}
-	objects, err := listPushed(ctx, s.Cluster.GetClient(), client.MatchingLabels(fluxv1alpha2.RootOrigin(r.opts.Name, root).Labels()))
-	return err != nil || len(objects) > 0
-}
-
 // forget drops what the hub remembers of a root.
 func (r *Reconciler) forget(root *fluxv1alpha2.MiniCluster) {
 	r.probes.Delete(root.UID)
+	r.ledgers.Delete(root.UID)
 	r.synced.Range(func(k, _ any) bool {
 		if strings.HasPrefix(k.(string), string(root.UID)+"/") {
 			r.synced.Delete(k)
@@ -155,53 +152,36 @@ func (r *Reconciler) forget(root *fluxv1alpha2.MiniCluster) {
 	})
 }
 
-// deleteOnMembers deletes, on the given members at once, the objects pushed for root that remove
-// selects, and queues an event for each. With live, the members are read past their caches (a
-// child pushed a moment ago may not be cached yet). Only objects root provably owns are deleted.
-func (r *Reconciler) deleteOnMembers(ctx context.Context, root *fluxv1alpha2.MiniCluster, names []string, live bool,
-	events *eventQueue, remove func(member string, obj client.Object) bool) error {
-	origin := fluxv1alpha2.RootOrigin(r.opts.Name, root)
+// deleteOnMembers deletes, on the given members at once, the objects of ledger l that remove
+// selects, forgets them in l, and queues an event for each child (with final, a root being
+// deleted, they are logged instead). Each is deleted by name with its recorded UID as a
+// precondition: an object of that name that the hub did not create is never deleted, and one
+// already gone counts as deleted. Nothing is read first, so a settled root costs no request.
+func (r *Reconciler) deleteOnMembers(ctx context.Context, l *ledger, names []string, final bool,
+	events *eventQueue, remove func(fluxv1alpha2.PushedObject) bool) error {
 	var mu sync.Mutex
 	errs := r.forEachMember(ctx, names, func(ctx context.Context, member string) error {
-		s := r.members.State(ctx, member)
-		if s.Cluster == nil {
-			return nil
-		}
-		var reader client.Reader = s.Cluster.GetClient()
-		if live {
-			reader = s.Cluster.GetAPIReader()
-		}
-		objects, err := listPushed(ctx, reader, client.MatchingLabels(origin.Labels()))
-		if err != nil {
-			return err
-		}
-		var failed []error
-		deleted := map[string][]string{}
-		for _, obj := range objects {
-			if !origin.Marks(obj) || !remove(member, obj) || obj.GetDeletionTimestamp() != nil {
-				continue
+		var selected []fluxv1alpha2.PushedObject
+		for _, p := range l.on(member) {
+			if remove(p) {
+				selected = append(selected, p)
 			}
-			if err := deleteExactly(ctx, s.Cluster.GetClient(), obj); err != nil {
-				failed = append(failed, err)
-				continue
-			}
-			child := obj.GetNamespace() + "/" + childNameOf(obj)
-			deleted[child] = append(deleted[child], describe(obj))
 		}
-		// One event per child, with its Secret: the events library folds events of the same
-		// reason and action into one series, so the action names the child.
+		deleted, err := r.deleteRecorded(ctx, member, selected, l)
 		mu.Lock()
 		defer mu.Unlock()
 		for _, child := range slices.Sorted(maps.Keys(deleted)) {
 			what := strings.Join(deleted[child], " and ")
-			if live {
+			if final {
 				ctrl.LoggerFrom(ctx).Info("Deleted a child of a deleted root", "deleted", what)
 				continue
 			}
+			// One event per child, with its Secret: the events library folds events of the
+			// same reason and action into one series, so the action names the child.
 			events.add(corev1.EventTypeNormal, EventBurstRemoved, truncate("DeleteChild "+member+"/"+child, maxEventAction),
 				"deleted %s on member %s: its burst left the member", what, member)
 		}
-		return errors.Join(failed...)
+		return err
 	})
 	var out []error
 	for _, name := range slices.Sorted(maps.Keys(errs)) {
@@ -210,18 +190,67 @@ func (r *Reconciler) deleteOnMembers(ctx context.Context, root *fluxv1alpha2.Min
 	return errors.Join(out...)
 }
 
-// Sweep deletes, on every member the hub reaches, the children and Secrets this hub pushed for
-// roots that no longer exist (or were re-created with another UID), and returns what it deleted.
-// Members are read live; the roots are listed after the children, so that a child pushed for a
-// root created during the sweep is never taken for an orphan.
+// deleteRecorded deletes the recorded objects on member, each only if it still has its recorded
+// UID, and forgets in l those that are gone. It returns what it deleted by child
+// ("namespace/child").
+func (r *Reconciler) deleteRecorded(ctx context.Context, member string, objects []fluxv1alpha2.PushedObject, l *ledger) (map[string][]string, error) {
+	if len(objects) == 0 {
+		return nil, nil
+	}
+	s := r.members.State(ctx, member)
+	if s.Cluster == nil {
+		return nil, nil
+	}
+	deleted := map[string][]string{}
+	var failed []error
+	for _, p := range objects {
+		obj := recordedObject(p)
+		uid := p.UID
+		err := s.Cluster.GetClient().Delete(ctx, obj, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		switch {
+		case err == nil:
+			child := p.Namespace + "/" + childNameOf(p)
+			deleted[child] = append(deleted[child], describe(obj))
+		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+			// Gone, or another object of that name now (the UID precondition failed): not ours.
+		default:
+			failed = append(failed, fmt.Errorf("deleting %s: %w", describe(obj), err))
+			continue
+		}
+		l.forget(member, obj)
+	}
+	return deleted, errors.Join(failed...)
+}
+
+// recordedObject returns an object that names p, with its recorded UID.
+func recordedObject(p fluxv1alpha2.PushedObject) client.Object {
+	meta := metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID}
+	if p.Kind == "Secret" {
+		return &corev1.Secret{ObjectMeta: meta}
+	}
+	return &fluxv1alpha2.MiniCluster{ObjectMeta: meta}
+}
+
+// Sweep deletes, on every member the hub reaches, what the hub created for roots that are gone
+// but could not be deleted with them (their member did not answer then), and returns what it
+// deleted. Only recorded objects with their recorded UIDs are deleted: objects that merely
+// carry this hub's labels are never taken for orphans.
 func (r *Reconciler) Sweep(ctx context.Context) ([]string, error) {
+	if r.orphans.len() == 0 {
+		return nil, nil
+	}
 	var mu sync.Mutex
 	var deleted []string
 	errs := r.forEachMember(ctx, r.reachable(), func(ctx context.Context, member string) error {
-		d, err := r.sweepMember(ctx, member)
+		d, err := r.deleteRecorded(ctx, member, r.orphans.on(member), r.orphans)
 		mu.Lock()
-		deleted = append(deleted, d...)
-		mu.Unlock()
+		defer mu.Unlock()
+		for _, objects := range d {
+			for _, o := range objects {
+				ctrl.LoggerFrom(ctx).Info("Deleted an orphan", "object", o)
+				deleted = append(deleted, o+" on member "+member)
+			}
+		}
 		return err
 	})
 	var out []error
@@ -232,70 +261,13 @@ func (r *Reconciler) Sweep(ctx context.Context) ([]string, error) {
 	return deleted, errors.Join(out...)
 }
 
-func (r *Reconciler) sweepMember(ctx context.Context, member string) ([]string, error) {
-	s := r.members.State(ctx, member)
-	if s.Cluster == nil {
-		return nil, nil
+// childNameOf returns the name of the child a recorded object belongs to: the MiniCluster
+// itself, or the one whose CURVE Secret it is.
+func childNameOf(p fluxv1alpha2.PushedObject) string {
+	if p.Kind == "Secret" {
+		return strings.TrimSuffix(p.Name, "-curve")
 	}
-	pushed, err := listPushed(ctx, s.Cluster.GetAPIReader(), client.MatchingLabels{fluxv1alpha2.LabelOriginHub: r.opts.Name})
-	if err != nil || len(pushed) == 0 {
-		return nil, err
-	}
-	objects := make([]metav1.Object, 0, len(pushed))
-	for _, obj := range pushed {
-		objects = append(objects, obj)
-	}
-	var list fluxv1alpha2.MiniClusterList
-	if err := r.client.List(ctx, &list); err != nil {
-		return nil, fmt.Errorf("listing the roots: %w", err)
-	}
-	roots := map[types.NamespacedName]types.UID{}
-	for _, mc := range list.Items {
-		roots[types.NamespacedName{Namespace: mc.Namespace, Name: mc.Name}] = mc.UID
-	}
-	var deleted []string
-	var errs []error
-	for _, obj := range Orphans(r.opts.Name, objects, roots) {
-		o := obj.(client.Object)
-		if err := deleteExactly(ctx, s.Cluster.GetClient(), o); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		d := describe(o) + " on member " + member
-		ctrl.LoggerFrom(ctx).Info("Deleted an orphan", "object", d)
-		deleted = append(deleted, d)
-	}
-	return deleted, errors.Join(errs...)
-}
-
-// childNameOf returns the name of the child an object on a member belongs to: the MiniCluster
-// itself, or the one a Secret is labelled with.
-func childNameOf(obj client.Object) string {
-	if _, ok := obj.(*corev1.Secret); ok {
-		return obj.GetLabels()[fluxv1alpha2.LabelMiniCluster]
-	}
-	return obj.GetName()
-}
-
-// listPushed lists, through reader, the kinds the hub pushes to a member (child MiniClusters
-// and their CURVE Secrets) that match selector.
-func listPushed(ctx context.Context, reader client.Reader, selector client.MatchingLabels) ([]client.Object, error) {
-	var children fluxv1alpha2.MiniClusterList
-	if err := reader.List(ctx, &children, selector); err != nil {
-		return nil, fmt.Errorf("listing the children: %w", err)
-	}
-	var secrets corev1.SecretList
-	if err := reader.List(ctx, &secrets, selector); err != nil {
-		return nil, fmt.Errorf("listing the CURVE Secrets: %w", err)
-	}
-	objects := make([]client.Object, 0, len(children.Items)+len(secrets.Items))
-	for i := range children.Items {
-		objects = append(objects, &children.Items[i])
-	}
-	for i := range secrets.Items {
-		objects = append(objects, &secrets.Items[i])
-	}
-	return objects, nil
+	return p.Name
 }
 
 // deleteExactly deletes obj as it was read: a changed object (adopted by a re-created root, for

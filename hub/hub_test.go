@@ -47,7 +47,9 @@ func TestOnOneFederation(t *testing.T) {
 		{"TheLeadBrokerAddressFollowsRankZero", testTheLeadBrokerAddressFollowsRankZero},
 		{"AFederationThatCannotWorkIsRefusedWithAReason", testAFederationThatCannotWorkIsRefusedWithAReason},
 		{"DeletingARootWhoseMemberIsNotRegisteredDoesNotWait", testDeletingARootWhoseMemberIsNotRegisteredDoesNotWait},
-		{"TheOrphanSweepDeletesOnlyTheChildrenOfGoneRoots", testTheOrphanSweepDeletesOnlyTheChildrenOfGoneRoots},
+		{"ABurstNamedLikeSomeoneElsesObjectsTakesNothingOver", testABurstNamedLikeSomeoneElsesObjectsTakesNothingOver},
+		{"AChildPlantedWithTheHubsLabelsIsNeverAdopted", testAChildPlantedWithTheHubsLabelsIsNeverAdopted},
+		{"TheRootRecordsWhatTheHubCreated", testTheRootRecordsWhatTheHubCreated},
 		{"AMemberRegisteredLaterGetsItsChild", testAMemberRegisteredLaterGetsItsChild},
 		{"ALeadBrokerThatDoesNotAnswerIsReportedAndTheChildrenPushedAnyway", testALeadBrokerThatDoesNotAnswerIsReportedAndTheChildrenPushedAnyway},
 		{"AMemberClusterReportsTheMember", testAMemberClusterReportsTheMember},
@@ -407,45 +409,6 @@ func testTwoRootsShareAMemberWithoutInterfering(t *testing.T, f *federation) {
 	deleted, err := f.reconc.Sweep(ctx)
 	require.NoError(t, err)
 	require.Empty(t, deleted, "a live root's child is no orphan")
-}
-
-func testTheOrphanSweepDeletesOnlyTheChildrenOfGoneRoots(t *testing.T, f *federation) {
-	ctx := context.Background()
-	a := f.members["member-a"]
-	ns := f.namespace(t)
-	require.NoError(t, a.env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-	live := newRoot(ns, "live", fluxv1alpha2.Burst{Name: "live-burst", Cluster: "member-a", Size: 1})
-	require.NoError(t, f.hub.Client.Create(ctx, live))
-	f.waitBurst(t, live, "live-burst", fluxv1alpha2.BurstApplied)
-
-	planted := func(name, hubName, rootName, uid string) *fluxv1alpha2.MiniCluster {
-		mc := &fluxv1alpha2.MiniCluster{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-			Spec:       fluxv1alpha2.MiniClusterSpec{Containers: []fluxv1alpha2.Container{{Image: "busybox"}}},
-		}
-		if hubName != "" {
-			mc.Labels = map[string]string{fluxv1alpha2.LabelOriginHub: hubName, fluxv1alpha2.LabelOriginNamespace: ns, fluxv1alpha2.LabelOriginName: rootName}
-			mc.Annotations = map[string]string{fluxv1alpha2.AnnotationOriginUID: uid}
-		}
-		require.NoError(t, a.env.Client.Create(ctx, mc))
-		return mc
-	}
-	orphan := planted("orphan", hubName, "gone", "6b1b1d3e-0000-4000-8000-000000000001")
-	stale := planted("stale", hubName, "live", "6b1b1d3e-0000-4000-8000-000000000002") // an earlier "live"
-	planted("other-hub", "another-hub", "gone", "6b1b1d3e-0000-4000-8000-000000000003")
-	planted("users-own", "", "", "")
-
-	deleted, err := f.reconc.Sweep(ctx)
-	require.NoError(t, err)
-	require.ElementsMatch(t, []string{
-		"MiniCluster " + ns + "/orphan on member member-a",
-		"MiniCluster " + ns + "/stale on member member-a",
-	}, deleted)
-	require.Nil(t, a.child(t, ns, orphan.Name))
-	require.Nil(t, a.child(t, ns, stale.Name))
-	for _, kept := range []string{"other-hub", "users-own", "live-burst"} {
-		require.NotNil(t, a.child(t, ns, kept), kept)
-	}
 }
 
 func TestARootDeletedWhileAMemberIsDownIsReleasedAndSweptLater(t *testing.T) {

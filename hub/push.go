@@ -51,6 +51,7 @@ func (r *Reconciler) push(ctx context.Context, root *fluxv1alpha2.MiniCluster, f
 			byMember[o.Cluster] = append(byMember[o.Cluster], i)
 		}
 	}
+	l := r.ledgerOf(root)
 	r.forEachMember(ctx, keys(byMember), func(ctx context.Context, member string) error {
 		state := fed.bursts[byMember[member][0]].member
 		key := syncKey(root, member)
@@ -59,7 +60,7 @@ func (r *Reconciler) push(ctx context.Context, root *fluxv1alpha2.MiniCluster, f
 		ok := true
 		for _, i := range byMember[member] {
 			o := &fed.bursts[i]
-			child, err := r.pushChild(ctx, root, state.Cluster, children[o.Name], fed.cert, live)
+			child, err := r.pushChild(ctx, root, l, state.Cluster, children[o.Name], fed.cert, live)
 			o.Child = child
 			if err != nil {
 				o.Err, o.ErrReason, ok = err, classify(err), false
@@ -80,8 +81,13 @@ func syncKey(root *fluxv1alpha2.MiniCluster, member string) string {
 // pushChild applies one child and its CURVE Secret to its member and returns the child as
 // stored. With live, the member is read past its cache. Without a certificate yet, the child is
 // only read.
-func (r *Reconciler) pushChild(ctx context.Context, root *fluxv1alpha2.MiniCluster, cl cluster.Cluster, child bursting.Child, cert []byte, live bool) (*fluxv1alpha2.MiniCluster, error) {
-	origin := fluxv1alpha2.RootOrigin(r.opts.Name, root)
+//
+// Only what l records is changed: an object of the child's name that the hub did not create for
+// this root (someone else's MiniCluster, or one that forged the root's labels) is a Conflict,
+// left alone, and gets no certificate. What the hub creates is recorded in l at once.
+func (r *Reconciler) pushChild(ctx context.Context, root *fluxv1alpha2.MiniCluster, l *ledger, cl cluster.Cluster, child bursting.Child, cert []byte, live bool) (*fluxv1alpha2.MiniCluster, error) {
+	member := child.Cluster
+	owns := func(existing metav1.Object) bool { return l.owns(member, existing) }
 	if len(cert) == 0 {
 		current := &fluxv1alpha2.MiniCluster{}
 		switch err := cl.GetClient().Get(ctx, client.ObjectKeyFromObject(child.MiniCluster), current); {
@@ -89,7 +95,7 @@ func (r *Reconciler) pushChild(ctx context.Context, root *fluxv1alpha2.MiniClust
 			return nil, nil
 		case err != nil:
 			return nil, fmt.Errorf("reading the child: %w", err)
-		case !origin.Marks(current):
+		case !owns(current):
 			return nil, nil
 		}
 		return current, nil
@@ -102,9 +108,7 @@ func (r *Reconciler) pushChild(ctx context.Context, root *fluxv1alpha2.MiniClust
 	if err != nil {
 		return nil, err
 	}
-	// A child of an earlier root of the same name (deleted, its children not yet swept) is
-	// taken over: it is the same burst of the same root name.
-	obj, err := applier.Apply(ctx, u, origin.SameRoot)
+	obj, err := applier.Apply(ctx, u, owns)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			r.namespaces.Delete(child.Cluster + "/" + child.Namespace)
@@ -112,7 +116,8 @@ func (r *Reconciler) pushChild(ctx context.Context, root *fluxv1alpha2.MiniClust
 		return nil, err
 	}
 	applied := obj.(*fluxv1alpha2.MiniCluster)
-	if err := r.pushSecret(ctx, applier, applied, cert); err != nil {
+	l.record(member, applied)
+	if err := r.pushSecret(ctx, applier, owns, applied, cert, func(s metav1.Object) { l.record(member, s) }); err != nil {
 		return applied, err
 	}
 	return applied, nil
@@ -136,9 +141,11 @@ func (r *Reconciler) ensureNamespace(ctx context.Context, cl cluster.Cluster, me
 }
 
 // pushSecret applies the child's CURVE Secret: the root's certificate, byte for byte, owned by
-// the child so that the member deletes it with the child. The data of the Secret is immutable:
-// one of an earlier root (same name, other certificate) is replaced.
-func (r *Reconciler) pushSecret(ctx context.Context, applier *apply.Applier, child *fluxv1alpha2.MiniCluster, cert []byte) error {
+// the child so that the member deletes it with the child, and calls record with it as stored.
+// The data of the Secret is immutable: one the hub pushed with another certificate (the root's
+// was generated anew) is replaced.
+func (r *Reconciler) pushSecret(ctx context.Context, applier *apply.Applier, owns apply.Owns, child *fluxv1alpha2.MiniCluster,
+	cert []byte, record func(metav1.Object)) error {
 	origin, _ := fluxv1alpha2.OriginOf(child)
 	secret := render.CurveSecret(child, cert)
 	secret.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}
@@ -150,23 +157,26 @@ func (r *Reconciler) pushSecret(ctx context.Context, applier *apply.Applier, chi
 	if err != nil {
 		return err
 	}
-	_, err = applier.Apply(ctx, u, origin.SameRoot)
+	obj, err := applier.Apply(ctx, u, owns)
 	var refusal *apply.Refusal
-	if !errors.As(err, &refusal) || refusal.Reason != fluxv1alpha2.ReasonImmutableFieldChanged {
+	if errors.As(err, &refusal) && refusal.Reason == fluxv1alpha2.ReasonImmutableFieldChanged {
+		current := &corev1.Secret{}
+		if err := applier.Live.Get(ctx, client.ObjectKeyFromObject(secret), current); err != nil {
+			return fmt.Errorf("reading the CURVE Secret to replace: %w", err)
+		}
+		if !owns(current) {
+			return err
+		}
+		if err := deleteExactly(ctx, applier.Client, current); err != nil {
+			return fmt.Errorf("replacing the CURVE Secret: %w", err)
+		}
+		obj, err = applier.Apply(ctx, u, owns)
+	}
+	if err != nil {
 		return err
 	}
-	current := &corev1.Secret{}
-	if err := applier.Live.Get(ctx, client.ObjectKeyFromObject(secret), current); err != nil {
-		return fmt.Errorf("reading the CURVE Secret of an earlier root: %w", err)
-	}
-	if !origin.SameRoot(current) {
-		return err
-	}
-	if err := deleteExactly(ctx, applier.Client, current); err != nil {
-		return fmt.Errorf("replacing the CURVE Secret of an earlier root: %w", err)
-	}
-	_, err = applier.Apply(ctx, u, origin.SameRoot)
-	return err
+	record(obj)
+	return nil
 }
 
 // classify returns the condition reason of an error met pushing to a member: a refusal's own

@@ -72,6 +72,8 @@ type FederationStatus struct {
 	Conditions []metav1.Condition
 	// Summary is status.burstSummary: "<ready>/<bursts>".
 	Summary string
+	// Pushed is status.pushed: the root's ledger, what the hub created on members.
+	Pushed []fluxv1alpha2.PushedObject
 }
 
 // federationStatus is the hub's part of a status as computed; its zero value clears it.
@@ -270,6 +272,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, root *fluxv1alpha2.MiniClu
 		leadStatus = &fluxv1alpha2.LeadBrokerStatus{Address: a.Address, Port: a.Port, Endpoint: a.String()}
 	}
 	st := ComputeFederationStatus(root, fed.bursts, leadStatus, fed.lead.reason, fed.lead.err, r.now())
+	st.Pushed = r.ledgerOf(root).list()
 	return r.applyStatus(ctx, root, st, leadStatus, events)
 }
 
@@ -277,7 +280,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, root *fluxv1alpha2.MiniClu
 // until the spec changes.
 func (r *Reconciler) refuse(ctx context.Context, root *fluxv1alpha2.MiniCluster, err error) error {
 	events := &eventQueue{}
-	st := FederationStatus{Conditions: InvalidFederationConditions(root, err, r.now())}
+	st := FederationStatus{Conditions: InvalidFederationConditions(root, err, r.now()), Pushed: r.ledgerOf(root).list()}
 	if werr := r.applyStatus(ctx, root, st, nil, events); werr != nil {
 		return werr
 	}
@@ -313,7 +316,7 @@ func (r *Reconciler) applyStatus(ctx context.Context, root *fluxv1alpha2.MiniClu
 		return nil
 	}
 	status, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&fluxv1alpha2.MiniClusterStatus{
-		Bursts: st.Bursts, BurstSummary: st.Summary, Conditions: st.Conditions, LeadBroker: leadStatus})
+		Bursts: st.Bursts, BurstSummary: st.Summary, Conditions: st.Conditions, LeadBroker: leadStatus, Pushed: st.Pushed})
 	if err != nil {
 		return fmt.Errorf("encoding the status: %w", err)
 	}
@@ -337,6 +340,9 @@ func (r *Reconciler) applyStatus(ctx context.Context, root *fluxv1alpha2.MiniClu
 // and the computed one, so that an unchanged federation costs no status write.
 func federationStatusChanged(current fluxv1alpha2.MiniClusterStatus, st FederationStatus, leadStatus *fluxv1alpha2.LeadBrokerStatus) bool {
 	if !equality.Semantic.DeepEqual(current.Bursts, st.Bursts) && (len(current.Bursts) > 0 || len(st.Bursts) > 0) {
+		return true
+	}
+	if !equality.Semantic.DeepEqual(current.Pushed, st.Pushed) && (len(current.Pushed) > 0 || len(st.Pushed) > 0) {
 		return true
 	}
 	if current.BurstSummary != st.Summary || !equality.Semantic.DeepEqual(current.LeadBroker, leadStatus) {

@@ -2,6 +2,7 @@ package v1alpha2
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // MiniClusterStatus is the observed state of a MiniCluster, computed by fluxfed.
@@ -66,6 +67,45 @@ type MiniClusterStatus struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=64
 	Bursts []BurstStatus `json:"bursts,omitempty"`
+
+	// pushed records every object the hub created on a member for this root, with the UID the
+	// member's API server gave it. It is the hub's proof of ownership: labels can be written by
+	// anyone who can write an object, a UID recorded here only by the hub. The hub changes or
+	// deletes on a member only an object recorded here (and carrying this root's origin); any
+	// other object of the same name is a Conflict, left alone. Only the hub writes it: do not
+	// grant hub users write access to miniclusters/status.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=256
+	Pushed []PushedObject `json:"pushed,omitempty"`
+}
+
+// PushedObject is an object the hub created on a member cluster for a root.
+type PushedObject struct {
+	// cluster is the MemberCluster the object is on.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Cluster string `json:"cluster"`
+
+	// kind is MiniCluster (a child) or Secret (the child's CURVE Secret).
+	// +required
+	// +kubebuilder:validation:Enum=MiniCluster;Secret
+	Kind string `json:"kind"`
+
+	// namespace of the object on the member.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace"`
+
+	// name of the object.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// uid the member's API server gave the object when the hub created it.
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	UID types.UID `json:"uid"`
 }
 
 // LeadBrokerStatus is the endpoint at which the bursts reach the root's lead broker.

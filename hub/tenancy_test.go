@@ -1,0 +1,154 @@
+package hub_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+)
+
+// These scenarios are a hostile hub user's and a hostile member user's: a root whose bursts are
+// named like objects that are not the hub's, and objects planted on a member with the labels the
+// hub puts on what it pushes. The hub must neither change nor delete any of them, nor hand them a
+// certificate.
+
+// someoneElses creates, on member m, a MiniCluster that is not the hub's and returns it as
+// stored (the member's own reconciler runs it, as it would any MiniCluster).
+func someoneElses(t *testing.T, m *memberCluster, ns, name string, labels, annotations map[string]string) *fluxv1alpha2.MiniCluster {
+	t.Helper()
+	mc := &fluxv1alpha2.MiniCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels, Annotations: annotations},
+		Spec:       fluxv1alpha2.MiniClusterSpec{Size: 1, Containers: []fluxv1alpha2.Container{{Image: "registry.example/payroll:1"}}},
+	}
+	require.NoError(t, m.env.Client.Create(context.Background(), mc))
+	return mc
+}
+
+// someoneElsesSecret creates, on member m, a Secret that is not the hub's.
+func someoneElsesSecret(t *testing.T, m *memberCluster, ns, name string, labels, annotations map[string]string) *corev1.Secret {
+	t.Helper()
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels, Annotations: annotations},
+		Data:       map[string][]byte{"password": []byte("hunter2")},
+	}
+	require.NoError(t, m.env.Client.Create(context.Background(), secret))
+	return secret
+}
+
+// requireUntouched checks that the hub never wrote obj: it is the same object, with the same
+// labels, annotations and spec or data, and the hub manages no field of it.
+func requireUntouched(t *testing.T, m *memberCluster, obj client.Object) {
+	t.Helper()
+	got := obj.DeepCopyObject().(client.Object)
+	require.NoError(t, m.env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), got), "%s is still there", obj.GetName())
+	require.Equal(t, obj.GetUID(), got.GetUID())
+	require.Equal(t, obj.GetLabels(), got.GetLabels())
+	require.Equal(t, obj.GetAnnotations(), got.GetAnnotations())
+	for _, f := range got.GetManagedFields() {
+		require.NotEqual(t, fluxv1alpha2.FieldOwnerHub, f.Manager, "the hub wrote %s", obj.GetName())
+	}
+	switch o := obj.(type) {
+	case *fluxv1alpha2.MiniCluster:
+		require.Equal(t, o.Spec, got.(*fluxv1alpha2.MiniCluster).Spec)
+	case *corev1.Secret:
+		require.Equal(t, o.Data, got.(*corev1.Secret).Data)
+	}
+}
+
+func testABurstNamedLikeSomeoneElsesObjectsTakesNothingOver(t *testing.T, f *federation) {
+	ctx := context.Background()
+	ns := f.namespace(t)
+	a := f.members["member-a"]
+	require.NoError(t, a.env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	// Another team's MiniCluster, and an unrelated Secret named like a child's CURVE Secret.
+	payroll := someoneElses(t, a, ns, "payroll", nil, nil)
+	password := someoneElsesSecret(t, a, ns, "db-curve", nil, nil)
+
+	root := newRoot(ns, "attacker",
+		fluxv1alpha2.Burst{Name: "payroll", Cluster: "member-a", Size: 1},
+		fluxv1alpha2.Burst{Name: "db", Cluster: "member-a", Size: 1},
+		fluxv1alpha2.Burst{Name: "burst-b", Cluster: "member-b", Size: 1})
+	require.NoError(t, f.hub.Client.Create(ctx, root))
+	failed := f.waitBurst(t, root, "payroll", fluxv1alpha2.BurstFailed)
+	require.Contains(t, failed.Message, fluxv1alpha2.ReasonConflict)
+	require.Contains(t, failed.Message, "MiniCluster "+ns+"/payroll")
+	require.Contains(t, failed.Message, "not fluxfed's")
+	failed = f.waitBurst(t, root, "db", fluxv1alpha2.BurstFailed)
+	require.Contains(t, failed.Message, "Secret "+ns+"/db-curve")
+	f.waitBurst(t, root, "burst-b", fluxv1alpha2.BurstApplied) // the rest of the federation goes on
+
+	require.NoError(t, f.hub.Client.Delete(ctx, root))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.True(c, apierrors.IsNotFound(f.hub.Client.Get(ctx, client.ObjectKeyFromObject(root), &fluxv1alpha2.MiniCluster{})))
+		require.Nil(c, f.members["member-b"].child(c, ns, "burst-b"))
+		require.Nil(c, a.child(c, ns, "db"), "the child the hub created is deleted with the root")
+	}, wait, tick)
+	_, err := f.reconc.Sweep(ctx)
+	require.NoError(t, err)
+	requireUntouched(t, a, payroll)
+	requireUntouched(t, a, password)
+}
+
+func testAChildPlantedWithTheHubsLabelsIsNeverAdopted(t *testing.T, f *federation) {
+	ctx := context.Background()
+	ns := f.namespace(t)
+	a := f.members["member-a"]
+	require.NoError(t, a.env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	// Everything the hub writes on what it pushes for root ns/victim, forged: the labels, and an
+	// origin UID, which a squatter can read from the root.
+	forged := map[string]string{
+		fluxv1alpha2.LabelOriginHub: hubName, fluxv1alpha2.LabelOriginNamespace: ns, fluxv1alpha2.LabelOriginName: "victim",
+	}
+	originUID := map[string]string{fluxv1alpha2.AnnotationOriginUID: "6b1b1d3e-0000-4000-8000-00000000000f"}
+	squat := someoneElses(t, a, ns, "burst-a", forged, originUID)
+	squatSecret := someoneElsesSecret(t, a, ns, "burst-a-curve", forged, originUID)
+
+	root := newRoot(ns, "victim", fluxv1alpha2.Burst{Name: "burst-a", Cluster: "member-a", Size: 1})
+	require.NoError(t, f.hub.Client.Create(ctx, root))
+	failed := f.waitBurst(t, root, "burst-a", fluxv1alpha2.BurstFailed)
+	require.Contains(t, failed.Message, fluxv1alpha2.ReasonConflict)
+	require.Empty(t, f.root(t, root).Status.Pushed, "nothing was created, so nothing is recorded")
+	// The squatter's Secret did not get the root's certificate, and its child was not rewritten.
+	time.Sleep(time.Second)
+	requireUntouched(t, a, squat)
+	requireUntouched(t, a, squatSecret)
+
+	// Deleting the root, and the orphan sweep, leave the squatter's objects alone too.
+	require.NoError(t, f.hub.Client.Delete(ctx, root))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.True(c, apierrors.IsNotFound(f.hub.Client.Get(ctx, client.ObjectKeyFromObject(root), &fluxv1alpha2.MiniCluster{})))
+	}, wait, tick)
+	deleted, err := f.reconc.Sweep(ctx)
+	require.NoError(t, err)
+	require.Empty(t, deleted)
+	requireUntouched(t, a, squat)
+	requireUntouched(t, a, squatSecret)
+}
+
+func testTheRootRecordsWhatTheHubCreated(t *testing.T, f *federation) {
+	ctx := context.Background()
+	ns, root := f.burstOntoBoth(t, "ledger")
+	got := f.root(t, root)
+	uids := map[string]string{}
+	for _, p := range got.Status.Pushed {
+		uids[p.Cluster+" "+p.Kind+" "+p.Namespace+"/"+p.Name] = string(p.UID)
+	}
+	for _, m := range []struct{ member, child string }{{"member-a", "burst-a"}, {"member-b", "burst-b"}} {
+		c := f.members[m.member].child(t, ns, m.child)
+		require.Equal(t, string(c.UID), uids[m.member+" MiniCluster "+ns+"/"+m.child])
+		s := &corev1.Secret{}
+		require.NoError(t, f.members[m.member].env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: m.child + "-curve"}, s))
+		require.Equal(t, string(s.UID), uids[m.member+" Secret "+ns+"/"+m.child+"-curve"])
+	}
+	require.Len(t, uids, 4)
+
+	require.NoError(t, f.hub.Client.Delete(ctx, root))
+}
