@@ -602,6 +602,19 @@ func TestAChildWaitsForTheCertificateTheHubPushes(t *testing.T) {
 	h.waitCondition(t, child, fluxv1alpha2.ConditionFailed, metav1.ConditionTrue, fluxv1alpha2.ReasonConflict)
 	require.NoError(t, h.c.Delete(ctx, stranger))
 
+	// Nor one that carries this root's labels and origin but not the reference to the child
+	// that the hub puts on what it pushes: labels prove nothing. No broker starts with it.
+	h.waitCondition(t, child, fluxv1alpha2.ConditionReady, metav1.ConditionFalse, fluxv1alpha2.ReasonCurveSecretPending)
+	forged := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: names.CurveSecretName(child), Namespace: ns},
+		Data:       map[string][]byte{names.KeyCurveCert: curve.File(cert)},
+	}
+	origin(forged, "root-uid")
+	require.NoError(t, h.c.Create(ctx, forged))
+	h.waitCondition(t, child, fluxv1alpha2.ConditionFailed, metav1.ConditionTrue, fluxv1alpha2.ReasonConflict)
+	require.True(t, apierrors.IsNotFound(h.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.JobName(child)}, &batchv1.Job{})))
+	require.NoError(t, h.c.Delete(ctx, forged))
+
 	// The root's Secret arrives: the brokers start with it, unchanged.
 	push := func() *corev1.Secret {
 		t.Helper()
@@ -610,6 +623,8 @@ func TestAChildWaitsForTheCertificateTheHubPushes(t *testing.T) {
 			Data:       map[string][]byte{names.KeyCurveCert: curve.File(cert)},
 		}
 		origin(pushed, "root-uid")
+		pushed.OwnerReferences = []metav1.OwnerReference{{APIVersion: fluxv1alpha2.GroupVersion.String(), Kind: "MiniCluster",
+			Name: child.Name, UID: child.UID, Controller: ptr.To(true)}}
 		require.NoError(t, h.c.Create(ctx, pushed))
 		return pushed
 	}

@@ -138,12 +138,11 @@ func pushedByHub(mc *fluxv1alpha2.MiniCluster) bool {
 	return ok
 }
 
-// curveSecretBelongs reports whether secret is mc's CURVE Secret: mc controls it, or, for a child
-// the hub pushed, the hub pushed it for the same root (the same origin, root UID included).
+// curveSecretBelongs reports whether secret is mc's CURVE Secret: mc controls it. The member
+// reconciler creates a root's Secret with that reference, and the hub pushes a child's with it.
+// Labels prove nothing (anyone who may write a Secret may write them), so a Secret that carries
+// the child's origin labels and no such reference is someone else's.
 func curveSecretBelongs(mc *fluxv1alpha2.MiniCluster, secret *corev1.Secret) bool {
-	if owner := metav1.GetControllerOf(secret); owner != nil {
-		return owner.UID == mc.UID
-	}
-	origin, ok := fluxv1alpha2.OriginOf(mc)
-	return ok && origin.Marks(secret)
+	owner := metav1.GetControllerOf(secret)
+	return owner != nil && owner.UID == mc.UID
 }
