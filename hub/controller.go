@@ -72,9 +72,8 @@ type Reconciler struct {
 	synced sync.Map
 	// ledgers holds each root's ledger (by root UID), as recorded in its status and since.
 	ledgers sync.Map
-	// orphans records what the hub created for roots that are gone but could not be deleted
-	// then (their member did not answer): the only objects the orphan sweep deletes.
-	orphans *ledger
+	// orphansMu serializes the writes of MemberClusters' status.orphans.
+	orphansMu sync.Mutex
 }
 
 // Setup adds the hub to mgr: the root reconciler and the orphan sweep. registry is the provider
@@ -91,7 +90,6 @@ func Setup(mgr mcmanager.Manager, registry Members, opts Options) (*Reconciler, 
 		live:     local.GetAPIReader(),
 		members:  registry,
 		recorder: local.GetEventRecorder(fluxv1alpha2.FieldOwnerHub),
-		orphans:  newLedger(nil),
 	}
 	if err := local.Add(&sweeper{r: r}); err != nil {
 		return nil, err

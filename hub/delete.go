@@ -13,11 +13,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	fedv1alpha1 "github.com/fluxfed/fluxfed/api/fluxfed/v1alpha1"
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/hub/members"
 )
@@ -63,7 +66,10 @@ func (r *Reconciler) unburst(ctx context.Context, root *fluxv1alpha2.MiniCluster
 		events.flush(r.recorder, root)
 		return reconcile.Result{}, err
 	}
-	r.orphan(l)
+	if err := r.orphan(ctx, l); err != nil {
+		events.flush(r.recorder, root)
+		return reconcile.Result{}, err
+	}
 	if err := r.applyStatus(ctx, root, federationStatus{}, nil, events); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -117,19 +123,75 @@ func (r *Reconciler) finalize(ctx context.Context, root *fluxv1alpha2.MiniCluste
 	}
 	if len(unregistered) > 0 {
 		r.recorder.Eventf(root, nil, corev1.EventTypeWarning, EventCleanupIncomplete, "DeleteChildren",
-			"cannot reach %s; the orphan sweep deletes what is left there once the member is registered again", strings.Join(unregistered, ", "))
+			"cannot reach %s, which is not registered: what the hub created there is left for the member's owner to delete", strings.Join(unregistered, ", "))
 	}
-	r.orphan(l)
+	if err := r.orphan(ctx, l); err != nil {
+		return reconcile.Result{}, err
+	}
 	r.forget(root)
 	return reconcile.Result{}, r.releaseFinalizer(ctx, root)
 }
 
-// orphan hands what is left in a ledger to the orphan sweep.
-func (r *Reconciler) orphan(l *ledger) {
+// orphan hands what is left in a ledger to the orphan sweep: it is recorded in the status of
+// each member's MemberCluster, where it outlives the root and a restart of the hub. What was
+// created on a member that is no longer registered has nowhere to be recorded, and stays.
+func (r *Reconciler) orphan(ctx context.Context, l *ledger) error {
+	byMember := map[string][]fedv1alpha1.OrphanObject{}
 	for _, p := range l.list() {
-		r.orphans.add(p)
+		byMember[p.Cluster] = append(byMember[p.Cluster], fedv1alpha1.OrphanObject{Kind: p.Kind, Namespace: p.Namespace, Name: p.Name, UID: p.UID})
 	}
+	var errs []error
+	for _, member := range slices.Sorted(maps.Keys(byMember)) {
+		errs = append(errs, r.updateOrphans(ctx, member, func(current []fedv1alpha1.OrphanObject) []fedv1alpha1.OrphanObject {
+			out := slices.Clone(current)
+			for _, o := range byMember[member] {
+				if !slices.Contains(out, o) {
+					out = append(out, o)
+				}
+			}
+			return out
+		}))
+	}
+	return errors.Join(errs...)
 }
+
+// updateOrphans writes status.orphans of member's MemberCluster as change makes it from the
+// current list, read from the API server. A member that is not registered has no list.
+func (r *Reconciler) updateOrphans(ctx context.Context, member string, change func([]fedv1alpha1.OrphanObject) []fedv1alpha1.OrphanObject) error {
+	r.orphansMu.Lock()
+	defer r.orphansMu.Unlock()
+	mcl := &fedv1alpha1.MemberCluster{}
+	switch err := r.live.Get(ctx, client.ObjectKey{Name: member}, mcl); {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading MemberCluster %s: %w", member, err)
+	}
+	next := change(mcl.Status.Orphans)
+	if slices.Equal(next, mcl.Status.Orphans) {
+		return nil
+	}
+	status, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&fedv1alpha1.MemberClusterStatus{Orphans: next})
+	if err != nil {
+		return fmt.Errorf("encoding the orphans: %w", err)
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"orphans": status["orphans"]}}}
+	if len(next) == 0 {
+		u.Object["status"] = map[string]any{}
+	}
+	u.SetGroupVersionKind(fedv1alpha1.GroupVersion.WithKind("MemberCluster"))
+	u.SetName(member)
+	u.SetUID(mcl.UID)
+	if err := r.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+		client.FieldOwner(fieldOwnerOrphans), client.ForceOwnership); err != nil {
+		return fmt.Errorf("recording the orphans on MemberCluster %s: %w", member, err)
+	}
+	return nil
+}
+
+// fieldOwnerOrphans owns status.orphans of the MemberClusters; the MemberCluster reconciler,
+// under the hub's field owner, owns the rest of their status.
+const fieldOwnerOrphans = fluxv1alpha2.FieldOwnerHub + "-orphans"
 
 // reachable returns the members the hub may push to now.
 func (r *Reconciler) reachable() []string {
@@ -205,7 +267,7 @@ func (r *Reconciler) deleteRecorded(ctx context.Context, member string, objects 
 	var failed []error
 	for _, p := range objects {
 		obj := recordedObject(p)
-		uid := p.UID
+		uid := types.UID(p.UID)
 		err := s.Cluster.GetClient().Delete(ctx, obj, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
 		switch {
 		case err == nil:
@@ -224,7 +286,7 @@ func (r *Reconciler) deleteRecorded(ctx context.Context, member string, objects 
 
 // recordedObject returns an object that names p, with its recorded UID.
 func recordedObject(p fluxv1alpha2.PushedObject) client.Object {
-	meta := metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID}
+	meta := metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: types.UID(p.UID)}
 	if p.Kind == "Secret" {
 		return &corev1.Secret{ObjectMeta: meta}
 	}
@@ -236,13 +298,35 @@ func recordedObject(p fluxv1alpha2.PushedObject) client.Object {
 // deleted. Only recorded objects with their recorded UIDs are deleted: objects that merely
 // carry this hub's labels are never taken for orphans.
 func (r *Reconciler) Sweep(ctx context.Context) ([]string, error) {
-	if r.orphans.len() == 0 {
+	var list fedv1alpha1.MemberClusterList
+	if err := r.client.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("listing the MemberClusters: %w", err)
+	}
+	orphans := newLedger(nil)
+	for _, mcl := range list.Items {
+		for _, o := range mcl.Status.Orphans {
+			orphans.add(fluxv1alpha2.PushedObject{Cluster: mcl.Name, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, UID: o.UID})
+		}
+	}
+	if orphans.len() == 0 {
 		return nil, nil
 	}
 	var mu sync.Mutex
 	var deleted []string
 	errs := r.forEachMember(ctx, r.reachable(), func(ctx context.Context, member string) error {
-		d, err := r.deleteRecorded(ctx, member, r.orphans.on(member), r.orphans)
+		recorded := orphans.on(member)
+		d, err := r.deleteRecorded(ctx, member, recorded, orphans)
+		gone := map[fedv1alpha1.OrphanObject]bool{}
+		for _, p := range recorded {
+			if !slices.Contains(orphans.on(member), p) {
+				gone[fedv1alpha1.OrphanObject{Kind: p.Kind, Namespace: p.Namespace, Name: p.Name, UID: p.UID}] = true
+			}
+		}
+		if len(gone) > 0 {
+			err = errors.Join(err, r.updateOrphans(ctx, member, func(current []fedv1alpha1.OrphanObject) []fedv1alpha1.OrphanObject {
+				return slices.DeleteFunc(slices.Clone(current), func(o fedv1alpha1.OrphanObject) bool { return gone[o] })
+			}))
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		for _, objects := range d {

@@ -430,11 +430,17 @@ func TestARootDeletedWhileAMemberIsDownIsReleasedAndSweptLater(t *testing.T) {
 		require.True(c, apierrors.IsNotFound(f.hub.Client.Get(ctx, client.ObjectKeyFromObject(root), &fluxv1alpha2.MiniCluster{})),
 			"the root goes after the cleanup timeout")
 	}, wait, tick)
-	require.NotNil(t, b.child(t, ns, "burst-b"), "left on the member that was down")
+	left := b.child(t, ns, "burst-b")
+	require.NotNil(t, left, "left on the member that was down")
+	// What is left is recorded on the member's MemberCluster, with the UIDs the hub created.
+	orphans := f.memberCluster(t, "member-b").Status.Orphans
+	require.Contains(t, orphans, fedv1alpha1.OrphanObject{Kind: "MiniCluster", Namespace: ns, Name: "burst-b", UID: string(left.UID)})
+	require.Len(t, orphans, 2, "the child and its Secret")
 
 	b.proxy.Restore(t)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		require.Nil(c, b.child(c, ns, "burst-b"), "the orphan sweep deletes it once the member answers")
+		require.Empty(c, f.memberCluster(c, "member-b").Status.Orphans, "and forgets it")
 	}, wait, tick)
 }
 

@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 )
@@ -22,7 +21,7 @@ import (
 // A ledger is safe for concurrent use: the members of a root are pushed to at once.
 type ledger struct {
 	mu      sync.Mutex
-	entries map[ledgerKey]types.UID
+	entries map[ledgerKey]string
 }
 
 type ledgerKey struct {
@@ -31,7 +30,7 @@ type ledgerKey struct {
 
 // newLedger returns the ledger recorded in a root's status.
 func newLedger(pushed []fluxv1alpha2.PushedObject) *ledger {
-	l := &ledger{entries: make(map[ledgerKey]types.UID, len(pushed))}
+	l := &ledger{entries: make(map[ledgerKey]string, len(pushed))}
 	for _, p := range pushed {
 		l.entries[ledgerKey{p.Cluster, p.Kind, p.Namespace, p.Name}] = p.UID
 	}
@@ -52,7 +51,7 @@ func (l *ledger) owns(member string, obj metav1.Object) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	uid, ok := l.entries[keyOf(member, obj)]
-	return ok && uid != "" && uid == obj.GetUID()
+	return ok && uid != "" && uid == string(obj.GetUID())
 }
 
 // record notes that the hub created obj on member (or keeps it: recording an owned object
@@ -60,7 +59,7 @@ func (l *ledger) owns(member string, obj metav1.Object) bool {
 func (l *ledger) record(member string, obj metav1.Object) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.entries[keyOf(member, obj)] = obj.GetUID()
+	l.entries[keyOf(member, obj)] = string(obj.GetUID())
 }
 
 // add records p, from another ledger.
@@ -74,7 +73,7 @@ func (l *ledger) add(p fluxv1alpha2.PushedObject) {
 func (l *ledger) forget(member string, obj metav1.Object) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if uid, ok := l.entries[keyOf(member, obj)]; ok && uid == obj.GetUID() {
+	if uid, ok := l.entries[keyOf(member, obj)]; ok && uid == string(obj.GetUID()) {
 		delete(l.entries, keyOf(member, obj))
 	}
 }

@@ -69,9 +69,9 @@ func TestLedgerListIsStable(t *testing.T) {
 	} {
 		l.add(p)
 	}
-	var uids []types.UID
+	var uids []string
 	for _, p := range l.list() {
 		uids = append(uids, p.UID)
 	}
-	require.Equal(t, []types.UID{"1", "2", "3", "4"}, uids, "by member, namespace, name: status.pushed does not churn")
+	require.Equal(t, []string{"1", "2", "3", "4"}, uids, "by member, namespace, name: status.pushed does not churn")
 }

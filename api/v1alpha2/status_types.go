@@ -2,7 +2,6 @@ package v1alpha2
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // MiniClusterStatus is the observed state of a MiniCluster, computed by fluxfed.
@@ -105,7 +104,7 @@ type PushedObject struct {
 	// uid the member's API server gave the object when the hub created it.
 	// +required
 	// +kubebuilder:validation:MaxLength=64
-	UID types.UID `json:"uid"`
+	UID string `json:"uid"`
 }
 
 // LeadBrokerStatus is the endpoint at which the bursts reach the root's lead broker.

@@ -198,6 +198,9 @@ func (r *Reconciler) children(ctx context.Context, snap Snapshot) *int32 {
 // changes, so that a healthy member costs one status write a minute.
 func ComputeStatus(mc *fedv1alpha1.MemberCluster, snap Snapshot, children *int32, now metav1.Time, record time.Duration) fedv1alpha1.MemberClusterStatus {
 	st := *mc.Status.DeepCopy()
+	// status.orphans is the root reconciler's, under a field owner of its own: sending it here
+	// would make it co-owned, and never removed.
+	st.Orphans = nil
 	st.ObservedGeneration = mc.Generation
 	if snap.ClusterID != "" {
 		st.ClusterID = snap.ClusterID
@@ -239,7 +242,9 @@ func ComputeStatus(mc *fedv1alpha1.MemberCluster, snap Snapshot, children *int32
 // writeStatus writes st with server-side apply under the hub's field owner when it differs from
 // what is stored, then records an event if the Ready condition moved.
 func (r *Reconciler) writeStatus(ctx context.Context, mc *fedv1alpha1.MemberCluster, st fedv1alpha1.MemberClusterStatus) error {
-	if equality.Semantic.DeepEqual(mc.Status, st) {
+	current := *mc.Status.DeepCopy()
+	current.Orphans = nil
+	if equality.Semantic.DeepEqual(current, st) {
 		return nil
 	}
 	patch := &fedv1alpha1.MemberCluster{

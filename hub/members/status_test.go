@@ -42,6 +42,13 @@ func TestComputeStatus(t *testing.T) {
 		st := ComputeStatus(mc(recorded), ready, ptr.To[int32](2), now, time.Minute)
 		require.Equal(t, recorded, st, "an unchanged member costs no status write")
 	})
+	t.Run("the orphans are not this reconciler's to send", func(t *testing.T) {
+		withOrphans := *recorded.DeepCopy()
+		withOrphans.Orphans = []fedv1alpha1.OrphanObject{{Kind: "MiniCluster", Namespace: "n", Name: "x", UID: "u"}}
+		st := ComputeStatus(mc(withOrphans), ready, ptr.To[int32](2), now, time.Minute)
+		require.Nil(t, st.Orphans)
+		require.Equal(t, recorded, st)
+	})
 	t.Run("the heartbeat is recorded once the interval passed", func(t *testing.T) {
 		st := ComputeStatus(mc(recorded), ready, ptr.To[int32](2), now, 5*time.Second)
 		require.Equal(t, ready.LastSeen.Truncate(time.Second), st.LastHeartbeatTime.Time)

@@ -120,6 +120,38 @@ type MemberClusterStatus struct {
 	// the hub checks every few seconds but records an unchanged member at most once a minute.
 	// +optional
 	LastHeartbeatTime *metav1.Time `json:"lastHeartbeatTime,omitempty"`
+
+	// orphans are objects the hub created on the member for roots that are gone, and could not
+	// delete with them because the member did not answer then. The hub deletes them, each only
+	// if it still has the UID recorded here, once the member answers; an object that merely
+	// carries the hub's labels is never taken for an orphan.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=1024
+	Orphans []OrphanObject `json:"orphans,omitempty"`
+}
+
+// OrphanObject is an object the hub created on a member for a root that is gone.
+type OrphanObject struct {
+	// kind is MiniCluster (a child) or Secret (a child's CURVE Secret).
+	// +required
+	// +kubebuilder:validation:Enum=MiniCluster;Secret
+	Kind string `json:"kind"`
+
+	// namespace of the object on the member.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace"`
+
+	// name of the object.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// uid the member's API server gave the object when the hub created it.
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	UID string `json:"uid"`
 }
 
 // ConditionReady is the condition type of a MemberCluster that is True when the hub reaches the
