@@ -21,6 +21,7 @@ import (
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/hub/members"
+	"github.com/fluxfed/fluxfed/internal/text"
 )
 
 // Reasons of the hub's events on a root.
@@ -198,7 +199,7 @@ func (r *Reconciler) deleteOnMembers(ctx context.Context, root *fluxv1alpha2.Min
 				ctrl.LoggerFrom(ctx).Info("Deleted a child of a deleted root", "deleted", what)
 				continue
 			}
-			events.add(corev1.EventTypeNormal, EventBurstRemoved, truncate("DeleteChild "+member+"/"+child, maxEventAction),
+			events.add(corev1.EventTypeNormal, EventBurstRemoved, text.Truncate("DeleteChild "+member+"/"+child, maxEventAction),
 				"deleted %s on member %s: its burst left the member", what, member)
 		}
 		return errors.Join(failed...)
