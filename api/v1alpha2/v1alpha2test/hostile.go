@@ -68,7 +68,11 @@ func HostileSpecs() []HostileCase {
 		return "containers:\n- image: rockylinux:9\n  command: hostname\n  " + key + ": " + yq(value) + "\n"
 	}
 	volume := func(key, value string) string {
-		return "containers:\n- image: rockylinux:9\n  command: hostname\n  volumes:\n    data: {claimName: data, path: /data, " + key + ": " + yq(value) + "}\n"
+		entry := "claimName: data, path: " + yq(value)
+		if key != "path" {
+			entry = "claimName: data, path: /data, " + key + ": " + yq(value)
+		}
+		return "containers:\n- image: rockylinux:9\n  command: hostname\n  volumes:\n    data: {" + entry + "}\n"
 	}
 	flux := func(key, value string) string { return OneContainer + "flux:\n  " + key + ": " + yq(value) + "\n" }
 	fluxView := func(key, value string) string {
