@@ -23,6 +23,7 @@ import (
 	fedv1alpha1 "github.com/fluxfed/fluxfed/api/fluxfed/v1alpha1"
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/hub/members"
+	"github.com/fluxfed/fluxfed/internal/text"
 )
 
 // Reasons of the hub's events on a root.
@@ -240,7 +241,7 @@ func (r *Reconciler) deleteOnMembers(ctx context.Context, l *ledger, names []str
 			}
 			// One event per child, with its Secret: the events library folds events of the
 			// same reason and action into one series, so the action names the child.
-			events.add(corev1.EventTypeNormal, EventBurstRemoved, truncate("DeleteChild "+member+"/"+child, maxEventAction),
+			events.add(corev1.EventTypeNormal, EventBurstRemoved, text.Truncate("DeleteChild "+member+"/"+child, maxEventAction),
 				"deleted %s on member %s: its burst left the member", what, member)
 		}
 		return err

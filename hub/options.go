@@ -53,7 +53,8 @@ type Options struct {
 	// endpoint that did not answer is tried again.
 	ProbeTimeout  time.Duration
 	ProbeInterval time.Duration
-	// Probe greets the advertised lead broker endpoint; probe.GreetWith(Dial) when nil.
+	// Probe greets the advertised lead broker endpoint; when nil, probe.GreetWith(Dial), at most
+	// once per ProbeInterval for one endpoint whichever roots name it.
 	Probe func(ctx context.Context, address string, port int32) error
 	// Dial opens every connection the hub makes to what others name (members' API servers, the
 	// lead broker's endpoint); members.Options.Dial defaults to it. A net.Dialer when nil.
@@ -86,14 +87,14 @@ func (o Options) withDefaults() (Options, error) {
 	setDefault(&o.MaxConcurrentReconciles, DefaultConcurrency)
 	setDefault(&o.RetryBase, DefaultRetryBase)
 	setDefault(&o.RetryMax, DefaultRetryMax)
-	if o.Probe == nil {
-		o.Probe = probe.GreetWith(probe.Dialer(o.Dial))
-	}
 	if o.Members.Dial == nil {
 		o.Members.Dial = o.Dial
 	}
 	if o.Clock == nil {
 		o.Clock = time.Now
+	}
+	if o.Probe == nil {
+		o.Probe = probe.NewLimiter(o.ProbeInterval, o.Clock).Limit(probe.GreetWith(probe.Dialer(o.Dial)))
 	}
 	if o.Members.Clock == nil {
 		o.Members.Clock = o.Clock

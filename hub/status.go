@@ -17,6 +17,7 @@ import (
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/hub/members"
+	"github.com/fluxfed/fluxfed/internal/text"
 )
 
 // hubConditions are the condition types the hub owns on a root MiniCluster, in the order they
@@ -399,28 +400,13 @@ func (q *eventQueue) flush(recorder events.EventRecorder, obj runtime.Object) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for _, e := range q.events {
-		recorder.Eventf(obj, nil, e.eventType, e.reason, e.action, "%s", truncate(e.message, maxEventMessage))
+		recorder.Eventf(obj, nil, e.eventType, e.reason, e.action, "%s", text.Truncate(e.message, maxEventMessage))
 	}
 	q.events = nil
 }
 
 // The longest note and action the events API accepts.
 const (
-	maxEventMessage = 1024
-	maxEventAction  = 128
+	maxEventMessage = text.MaxEventNote
+	maxEventAction  = text.MaxEventAction
 )
-
-// truncate cuts s to n bytes at most, on a rune boundary, marking the cut.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	const mark = "..."
-	cut := n - len(mark)
-	for cut > 0 && !utf8RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + mark
-}
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -325,11 +325,3 @@ func TestStatusOfAMemberNotCheckedYet(t *testing.T) {
 	require.Equal(t, fluxv1alpha2.ReasonBurstsPending, c.Reason)
 	require.Equal(t, "0 of 1 bursts applied; b on member-b: the hub has not checked the member yet", c.Message)
 }
-
-func TestTruncate(t *testing.T) {
-	require.Equal(t, "short", truncate("short", 10))
-	require.Equal(t, "abcdefg...", truncate("abcdefghijklmnop", 10))
-	got := truncate("ééééééé", 8) // two bytes each: a cut in the middle of one backs off
-	require.Equal(t, "éé...", got)
-	require.LessOrEqual(t, len(truncate(string(make([]byte, 5000)), maxEventMessage)), maxEventMessage)
-}

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/internal/text"
 )
 
 // event is an event for the MiniCluster, queued until its status is written.
@@ -37,7 +38,9 @@ func (r *Reconciler) updateStatus(ctx context.Context, mc *fluxv1alpha2.MiniClus
 		}
 	}
 	for _, e := range events {
-		r.recorder.Eventf(mc, nil, e.eventType, e.reason, e.action, "%s", e.note)
+		// The events API refuses a longer note, and the event with it; the condition keeps the
+		// whole message.
+		r.recorder.Eventf(mc, nil, e.eventType, e.reason, e.action, "%s", text.Truncate(e.note, text.MaxEventNote))
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -498,6 +499,38 @@ func TestASpecThatCannotBeRenderedIsReported(t *testing.T) {
 	var jobs batchv1.JobList
 	require.NoError(t, h.c.List(ctx, &jobs, client.InNamespace(mc.Namespace)))
 	require.Empty(t, jobs.Items, "nothing is started for a spec that cannot work")
+}
+
+// TestALongFailureMessageStillGetsItsEvent gives the MiniCluster a spec error whose message is
+// longer than an event's note may be: the condition keeps the whole message, the event gets the
+// message cut to 1024 bytes instead of being refused by the events API.
+func TestALongFailureMessageStillGetsItsEvent(t *testing.T) {
+	h := startManager(t)
+	ctx := context.Background()
+	// An unterminated quote in commands.prefix; the error quotes the prefix, all 3000 bytes.
+	prefix := "'" + strings.Repeat("é", 1500)
+	mc := v1alpha2test.MiniCluster("long-failure").Namespace(h.namespace(t)).
+		Spec(func(s *fluxv1alpha2.MiniClusterSpec) { s.Containers[0].Commands.Prefix = prefix }).Obj()
+	require.NoError(t, h.c.Create(ctx, mc))
+	h.waitCondition(t, mc, fluxv1alpha2.ConditionFailed, metav1.ConditionTrue, fluxv1alpha2.ReasonInvalidSpec)
+	h.get(t, mc)
+	message := meta.FindStatusCondition(mc.Status.Conditions, fluxv1alpha2.ConditionFailed).Message
+	require.Contains(t, message, strings.Repeat("é", 1500), "the condition keeps the whole message")
+
+	var note string
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		for _, e := range h.events(c, mc) {
+			if e.Reason == fluxv1alpha2.ReasonInvalidSpec {
+				note = e.Note
+				return
+			}
+		}
+		c.Errorf("no %s event", fluxv1alpha2.ReasonInvalidSpec)
+	}, 10*time.Second, 50*time.Millisecond)
+	require.LessOrEqual(t, len(note), 1024)
+	require.True(t, utf8.ValidString(note), "the note is cut on a rune boundary")
+	require.True(t, strings.HasSuffix(note, "..."), "the note says it was cut: %q", note)
+	require.True(t, strings.HasPrefix("Failed=True: "+message, strings.TrimSuffix(note, "...")), "the note is the start of the message: %q", note)
 }
 
 // TestDeletingTheMiniClusterLeavesNothingBehind runs Kubernetes' garbage collector next to the

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/internal/text"
 	"github.com/fluxfed/fluxfed/member/render/names"
 )
 
@@ -50,7 +51,7 @@ func computeStatus(mc *fluxv1alpha2.MiniCluster, obs observation, err error, now
 	}
 	set := func(conditionType string, status metav1.ConditionStatus, reason, message string) {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: conditionType, Status: status, Reason: reason, Message: message,
+			Type: conditionType, Status: status, Reason: reason, Message: text.Truncate(message, text.MaxConditionMessage),
 			ObservedGeneration: mc.Generation, LastTransitionTime: now,
 		})
 	}

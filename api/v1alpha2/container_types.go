@@ -45,6 +45,7 @@ type Container struct {
 	// workingDir is the directory the command runs in.
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:XValidation:rule=`self.matches('^(/([^/.\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}][^/\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]*|[.]([^/.\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}][^/\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]*)?|[.][.][^/\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]+)?)+$')`,message="workingDir must be an absolute path (starting with /) of printable characters: no control characters such as newline, tab or NUL, no invisible formatting characters such as bidirectional overrides, and no .. elements"
 	WorkingDir string `json:"workingDir,omitempty"`
 
 	// command to run. In the container that runs Flux, the lead broker submits it to the
@@ -78,6 +79,7 @@ type Container struct {
 	// shared volume so every pod can write to it.
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:XValidation:rule=`self.matches('^(/([^/.\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}][^/\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]*|[.]([^/.\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}][^/\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]*)?|[.][.][^/\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]+)?)+$')`,message="logs must be an absolute path (starting with /) of printable characters: no control characters such as newline, tab or NUL, no invisible formatting characters such as bidirectional overrides, and no .. elements"
 	Logs string `json:"logs,omitempty"`
 
 	// runFlux marks the container that runs Flux. Needed only when there is more than one
@@ -225,9 +227,11 @@ type Commands struct {
 //
 // +kubebuilder:validation:XValidation:rule="(!has(self.claimName) && !has(self.hostPath)) || has(self.path)",message="a volume with claimName or hostPath also needs path, the mount point in the container"
 type ContainerVolume struct {
-	// path is where the volume is mounted in the container.
+	// path is where the volume is mounted in the container: an absolute path of printable
+	// characters (no control or formatting characters), without .. elements.
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:Pattern=`^(/([^/.\p{Cc}\p{Cf}\p{Zl}\p{Zp}][^/\p{Cc}\p{Cf}\p{Zl}\p{Zp}]*|[.]([^/.\p{Cc}\p{Cf}\p{Zl}\p{Zp}][^/\p{Cc}\p{Cf}\p{Zl}\p{Zp}]*)?|[.][.][^/\p{Cc}\p{Cf}\p{Zl}\p{Zp}]+)?)+$`
 	Path string `json:"path,omitempty"`
 
 	// readOnly mounts the volume read-only.
@@ -254,9 +258,11 @@ type ContainerVolume struct {
 	// +optional
 	Items map[string]string `json:"items,omitempty"`
 
-	// hostPath is a directory of the node to mount.
+	// hostPath is a directory of the node to mount: an absolute path of printable characters
+	// (no control or formatting characters), without .. elements.
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:Pattern=`^(/([^/.\p{Cc}\p{Cf}\p{Zl}\p{Zp}][^/\p{Cc}\p{Cf}\p{Zl}\p{Zp}]*|[.]([^/.\p{Cc}\p{Cf}\p{Zl}\p{Zp}][^/\p{Cc}\p{Cf}\p{Zl}\p{Zp}]*)?|[.][.][^/\p{Cc}\p{Cf}\p{Zl}\p{Zp}]+)?)+$`
 	HostPath string `json:"hostPath,omitempty"`
 
 	// emptyDir mounts a new empty directory.

@@ -107,8 +107,11 @@ type FluxSpec struct {
 	// +kubebuilder:validation:MaxLength=65536
 	BrokerConfig string `json:"brokerConfig,omitempty"`
 
-	// environment sets variables for the Flux processes started from the flux view.
+	// environment sets variables for the Flux processes started from the flux view. The names
+	// are shell variable names; the prefix fluxfed_ is reserved for the entrypoint scripts.
 	// +optional
+	// +kubebuilder:validation:MaxProperties=256
+	// +kubebuilder:validation:XValidation:rule=`self.all(k, k.matches('^[A-Za-z_][A-Za-z0-9_]*$') && !k.startsWith('fluxfed_'))`,message="environment: every name must be a shell variable name (letters, digits and _, not starting with a digit) and must not start with fluxfed_, which the entrypoint scripts reserve"
 	Environment map[string]string `json:"environment,omitempty"`
 }
 
@@ -151,6 +154,7 @@ type FluxView struct {
 	// workingDir is the working directory of the init container.
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:XValidation:rule=`self.matches('^(/([^/.\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}][^/\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]*|[.]([^/.\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}][^/\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]*)?|[.][.][^/\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]+)?)+$')`,message="workingDir must be an absolute path (starting with /) of printable characters: no control characters such as newline, tab or NUL, no invisible formatting characters such as bidirectional overrides, and no .. elements"
 	WorkingDir string `json:"workingDir,omitempty"`
 
 	// pythonPath is the PYTHONPATH under which Flux's Python bindings are found in the view,
@@ -158,14 +162,15 @@ type FluxView struct {
 	// image's default.
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:XValidation:rule=`self.matches('^(/([^/.:\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}][^/:\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]*|[.]([^/.:\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}][^/:\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]*)?|[.][.][^/:\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]+)?)+(:(/([^/.:\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}][^/:\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]*|[.]([^/.:\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}][^/:\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]*)?|[.][.][^/:\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]+)?)+)*$')`,message="pythonPath must be absolute paths (each starting with /) separated by :, of printable characters: no control characters such as newline, tab or NUL, no invisible formatting characters such as bidirectional overrides, and no .. elements"
 	PythonPath string `json:"pythonPath,omitempty"`
 
 	// mountPath is where the view is mounted in the application container; its bin directory
-	// is added to PATH.
+	// is added to PATH. An absolute path other than /, without commas.
 	// +optional
 	// +kubebuilder:default="/mnt/flux"
 	// +kubebuilder:validation:MaxLength=4096
-	// +kubebuilder:validation:Pattern=`^/`
+	// +kubebuilder:validation:XValidation:rule=`self.matches('^(/([^/.\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}][^/\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]*|[.]([^/.\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}][^/\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]*)?|[.][.][^/\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]+)?)+$') && !self.contains(',') && self.matches('[^/]')`,message="mountPath must be an absolute path (starting with /) of printable characters: no control characters such as newline, tab or NUL, no invisible formatting characters such as bidirectional overrides, no .. elements and no commas (Flux splits broker options at commas); / alone is not allowed"
 	MountPath string `json:"mountPath,omitempty"`
 
 	// resources of the init container. Give cpu and memory requests equal to the limits, here

@@ -239,5 +239,6 @@ type Archive struct {
 	// state is loaded from it; when the lead broker stops the state is dumped to it.
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:XValidation:rule=`self.matches('^(/([^/.\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}][^/\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]*|[.]([^/.\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}][^/\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]*)?|[.][.][^/\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]+)?)+$') && !self.contains(',')`,message="archive.path must be an absolute path (starting with /) of printable characters: no control characters such as newline, tab or NUL, no invisible formatting characters such as bidirectional overrides, no .. elements and no commas (Flux splits broker options at commas)"
 	Path string `json:"path,omitempty"`
 }

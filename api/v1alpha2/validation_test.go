@@ -378,3 +378,69 @@ func leadBroker(key string, value any) func(map[string]any) {
 		spec["flux"].(map[string]any)["bursting"].(map[string]any)["leadBroker"].(map[string]any)[key] = value
 	}
 }
+
+// hostileSpecs are the specs with hostile values in fields that reach scripts and configuration
+// files (v1alpha2test.HostileSpecs): each is refused with the field named, or stored as it is and
+// made safe by the renderers, which package scripts proves by running what it renders.
+var hostileSpecs = v1alpha2test.HostileSpecs()
+
+func TestMiniClusterHostileSpecs(t *testing.T) {
+	env := testenv.Start(t)
+	ns := newNamespace(t, env.Client)
+	ctx := context.Background()
+
+	require.GreaterOrEqual(t, len(hostileSpecs), 40)
+	names := map[string]bool{}
+	for _, tt := range hostileSpecs {
+		require.False(t, names[tt.ObjectName()], "two cases named %s", tt.ObjectName())
+		names[tt.ObjectName()] = true
+		t.Run(tt.Name, func(t *testing.T) {
+			obj := miniCluster(t, ns, tt.ObjectName(), tt.Spec)
+			err := createStrict(ctx, env.Client, obj)
+			if tt.Accepted() {
+				require.NoError(t, err, "the API server refused a spec the renderers must make safe")
+				stored := &unstructured.Unstructured{}
+				stored.SetGroupVersionKind(obj.GroupVersionKind())
+				require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(obj), stored))
+				var sent map[string]any
+				require.NoError(t, yaml.Unmarshal([]byte(tt.Spec), &sent))
+				requireContains(t, normalize(t, stored.Object["spec"]), normalize(t, sent))
+				return
+			}
+			require.Error(t, err, "the API server accepted a hostile spec")
+			require.True(t, apierrors.IsInvalid(err), "want an Invalid error, got %v", err)
+			var status *apierrors.StatusError
+			require.ErrorAs(t, err, &status)
+			require.NotNil(t, status.ErrStatus.Details)
+			for _, c := range status.ErrStatus.Details.Causes {
+				if c.Field == tt.Field && strings.Contains(c.Message, tt.Message) {
+					return
+				}
+			}
+			t.Fatalf("no cause at %s saying %q; the API server said:\n%s", tt.Field, tt.Message, strings.Join(causes(err), "\n"))
+		})
+	}
+}
+
+// requireContains fails unless every value of want is in got at the same place: the API server
+// stored what was sent, unchanged, next to its defaults.
+func requireContains(t *testing.T, got, want any) {
+	t.Helper()
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		require.True(t, ok, "want a map, got %#v", got)
+		for k, v := range w {
+			requireContains(t, g[k], v)
+		}
+	case []any:
+		g, ok := got.([]any)
+		require.True(t, ok, "want a list, got %#v", got)
+		require.Len(t, g, len(w))
+		for i := range w {
+			requireContains(t, g[i], w[i])
+		}
+	default:
+		require.Equal(t, want, got)
+	}
+}

@@ -52,8 +52,6 @@ const (
 	zmtpMajor       = 3
 	zmtpMinor       = 1
 	curve           = "CURVE"
-	// quoteLimit bounds how much of an unexpected answer an error quotes.
-	quoteLimit = 16
 )
 
 // clientGreeting is what Greet sends: a ZMTP 3.1 greeting of a CURVE client.
@@ -154,7 +152,7 @@ func readGreeting(ctx context.Context, conn net.Conn, endpoint string) error {
 		case from+n == 0:
 			return notZMTP("it closed the connection without a greeting", err)
 		default:
-			return notZMTP(fmt.Sprintf("its greeting stopped after %d bytes (%q)", from+n, quote(peer[:from+n])), deadlineOr(ctx, err))
+			return notZMTP(fmt.Sprintf("its greeting stopped after %d bytes", from+n), deadlineOr(ctx, err))
 		}
 	}
 
@@ -163,7 +161,9 @@ func readGreeting(ctx context.Context, conn net.Conn, endpoint string) error {
 		return err
 	}
 	if peer[0] != 0xFF {
-		return notZMTP(fmt.Sprintf("it answered %q", quote(readSome(conn, peer[:1]))), nil)
+		// What the peer sent is never quoted: the endpoint may be anything a user named, and its
+		// bytes would end up in the root's status.
+		return notZMTP("it answered, but not with a ZMTP greeting", nil)
 	}
 	if err := read(1, signatureSize); err != nil {
 		return err
@@ -182,7 +182,7 @@ func readGreeting(ctx context.Context, conn net.Conn, endpoint string) error {
 	}
 	mechanism := peer[mechanismPos : mechanismPos+mechanismSize]
 	if want := mechanismField(curve); !bytes.Equal(mechanism, want[:]) {
-		return &Error{Endpoint: endpoint, Kind: ErrNotCURVE, Detail: fmt.Sprintf("it offers the %q mechanism", quote(bytes.TrimRight(mechanism, "\x00")))}
+		return &Error{Endpoint: endpoint, Kind: ErrNotCURVE, Detail: "it offers " + mechanismName(mechanism)}
 	}
 	// as-server is not checked: libzmq always sends 0 there, whatever the socket's role.
 	return nil
@@ -200,24 +200,15 @@ func olderZMTP(revision byte) string {
 	}
 }
 
-// readSome returns first followed by what else the peer has already sent, up to quoteLimit bytes,
-// without waiting for more.
-func readSome(conn net.Conn, first []byte) []byte {
-	buf := make([]byte, quoteLimit)
-	n := copy(buf, first)
-	if err := conn.SetReadDeadline(time.Now().Add(10 * time.Millisecond)); err != nil {
-		return buf[:n]
+// mechanismName names the security mechanism of a peer's greeting when it is one that ZMTP 3
+// defines, and says only "an unknown mechanism" otherwise: the field is the peer's to fill.
+func mechanismName(field []byte) string {
+	for _, name := range []string{"NULL", "PLAIN", "GSSAPI"} {
+		if want := mechanismField(name); bytes.Equal(field, want[:]) {
+			return "the " + name + " mechanism"
+		}
 	}
-	m, _ := io.ReadAtLeast(conn, buf[n:], len(buf)-n)
-	return buf[:n+m]
-}
-
-// quote shortens an unexpected answer for an error message.
-func quote(b []byte) string {
-	if len(b) > quoteLimit {
-		b = b[:quoteLimit]
-	}
-	return string(b)
+	return "an unknown mechanism"
 }
 
 func isTimeout(err error) bool {
@@ -246,14 +237,15 @@ type Error struct {
 	Endpoint string
 	// Kind is ErrUnreachable, ErrNotZMTP or ErrNotCURVE.
 	Kind error
-	// Detail says what the peer did, when it answered.
+	// Detail says what kind of peer answered, in fluxfed's words: never the peer's bytes.
 	Detail string
 	// Err is the network error, if any.
 	Err error
 }
 
 // Error returns a message such as "lead broker 10.0.0.5:30050: the endpoint answered but is not a
-// ZMTP 3 CURVE peer: it answered "HTTP/1.1 400 Bad"".
+// ZMTP 3 CURVE peer: it answered, but not with a ZMTP greeting". It never holds bytes the peer
+// sent.
 func (e *Error) Error() string {
 	msg := "lead broker " + e.Endpoint + ": " + e.Kind.Error()
 	if e.Detail != "" {

@@ -138,7 +138,7 @@ func TestGreetRefusesOtherMechanisms(t *testing.T) {
 			require.NotErrorIs(t, err, ErrNotZMTP)
 			require.NotErrorIs(t, err, ErrUnreachable)
 			require.EqualError(t, err, "lead broker "+net.JoinHostPort(host, strconv.Itoa(int(port)))+
-				`: the endpoint speaks ZMTP 3 but not the CURVE mechanism: it offers the "`+mechanism+`" mechanism`)
+				": the endpoint speaks ZMTP 3 but not the CURVE mechanism: it offers the "+mechanism+" mechanism")
 		})
 	}
 }
@@ -178,7 +178,7 @@ func TestGreetRefusesOtherAnswers(t *testing.T) {
 		{
 			name:   "SSH banner",
 			answer: []byte("SSH-2.0-OpenSSH_9.6\r\n"),
-			detail: `it answered "SSH-2.0-OpenSSH_"`,
+			detail: "it answered, but not with a ZMTP greeting",
 		},
 		{
 			name:   "ZMTP 1.0 with a long routing id",
@@ -193,7 +193,7 @@ func TestGreetRefusesOtherAnswers(t *testing.T) {
 		{
 			name:   "a greeting cut short",
 			answer: []byte{0xFF, 0, 0, 0, 0, 0, 0, 0, 1, 0x7F, 3, 1, 'C', 'U', 'R'},
-			detail: `its greeting stopped after 15 bytes ("\xff\x00\x00\x00\x00\x00\x00\x00\x01\x7f\x03\x01CUR")`,
+			detail: "its greeting stopped after 15 bytes",
 		},
 		{
 			name:   "nothing at all",
@@ -274,4 +274,37 @@ func TestClientGreetingLayout(t *testing.T) {
 	require.Equal(t, wantGreeting, g[:])
 	require.Len(t, wantGreeting, greetingSize)
 	require.True(t, bytes.HasPrefix(g[mechanismPos:], []byte("CURVE\x00")))
+}
+
+// TestGreetNeverEchoesThePeer sends answers that carry text of the peer's choosing: the error,
+// which ends up in the root's status, says what kind of peer it was and holds none of it.
+func TestGreetNeverEchoesThePeer(t *testing.T) {
+	const secret = "hunter2"
+	mechanism := make([]byte, mechanismSize)
+	copy(mechanism, "X-"+secret)
+	greeting := append([]byte{0xFF, 0, 0, 0, 0, 0, 0, 0, 1, 0x7F, 3, 1}, mechanism...)
+	greeting = append(greeting, make([]byte, greetingSize-len(greeting))...)
+	cases := []struct {
+		name   string
+		answer []byte
+		kind   error
+	}{
+		{name: "HTTP", answer: []byte("HTTP/1.1 400 Bad Request\r\nX-Token: " + secret + "\r\n\r\n"), kind: ErrNotZMTP},
+		{name: "terminal escapes", answer: []byte("\x1b]0;" + secret + "\x07\x1b[2J"), kind: ErrNotZMTP},
+		{name: "a greeting cut short", answer: greeting[:40], kind: ErrNotZMTP},
+		{name: "a mechanism of the peer's choosing", answer: greeting, kind: ErrNotCURVE},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			host, port := serve(t, func(conn net.Conn) {
+				_, _ = conn.Write(tc.answer)
+				_, _ = io.ReadFull(conn, make([]byte, greetingSize))
+			})
+			err := Greet(withTimeout(t, 5*time.Second), host, port)
+			require.ErrorIs(t, err, tc.kind)
+			for _, echo := range []string{secret, "HTTP", "X-", "\x1b"} {
+				require.NotContains(t, err.Error(), echo)
+			}
+		})
+	}
 }

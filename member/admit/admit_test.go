@@ -391,3 +391,26 @@ func nilIfEmpty(m map[string]string) map[string]string {
 	}
 	return m
 }
+
+// TestAdmitHostileSpecs checks that Admit, and so fluxfed plan, refuses or accepts every hostile
+// spec as the API server does (api/v1alpha2's TestMiniClusterHostileSpecs).
+func TestAdmitHostileSpecs(t *testing.T) {
+	for _, tt := range v1alpha2test.HostileSpecs() {
+		t.Run(tt.Name, func(t *testing.T) {
+			mc, err := admit.Admit([]byte(manifest(tt.ObjectName(), tt.Spec)))
+			if tt.Accepted() {
+				require.NoError(t, err)
+				require.NotNil(t, mc)
+				return
+			}
+			var invalid *admit.InvalidError
+			require.ErrorAs(t, err, &invalid)
+			for _, c := range invalid.Errs {
+				if strings.HasPrefix(c.Error(), tt.Field+": ") && strings.Contains(c.Error(), tt.Message) {
+					return
+				}
+			}
+			t.Fatalf("no cause at %s saying %q; Admit said:\n%s", tt.Field, tt.Message, err)
+		})
+	}
+}

@@ -99,7 +99,7 @@ func InvalidCases() []InvalidCase {
 		{Name: "unknown queue policy", Spec: OneContainer + "flux:\n  scheduler: {queuePolicy: lifo}\n", Field: "spec.flux.scheduler.queuePolicy", Message: `supported values: "fcfs", "easy", "hybrid", "conservative"`},
 		{Name: "log level above 7", Spec: OneContainer + "flux:\n  logLevel: 8\n", Field: "spec.flux.logLevel", Message: "less than or equal to 7"},
 		{Name: "connect timeout not a duration", Spec: OneContainer + "flux:\n  connectTimeout: soon\n", Field: "spec.flux.connectTimeout", Message: "should match"},
-		{Name: "relative flux mount path", Spec: OneContainer + "flux:\n  container: {mountPath: mnt/flux}\n", Field: "spec.flux.container.mountPath", Message: "should match '^/'"},
+		{Name: "relative flux mount path", Spec: OneContainer + "flux:\n  container: {mountPath: mnt/flux}\n", Field: "spec.flux.container.mountPath", Message: "mountPath must be an absolute path"},
 		{Name: "headless name not a DNS label", Spec: OneContainer + "network: {headlessName: Flux_Service}\n", Field: "spec.network.headlessName", Message: "should match"},
 
 		// Pod settings.

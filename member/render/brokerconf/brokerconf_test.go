@@ -199,3 +199,37 @@ func FuzzTOMLQuote(f *testing.F) {
 		}
 	})
 }
+
+// TestBrokerTOMLHostileValues renders broker.toml with hostile values in every spec field that
+// reaches it: the file stays TOML, and each value comes back from a TOML parser unchanged.
+func TestBrokerTOMLHostileValues(t *testing.T) {
+	for _, v := range []string{
+		`"`, `\`, "\"\n[bootstrap]\ncurve_cert = \"/tmp/x", "a\rb", "\x00\x1b\x7f", "\u202e\u2028", "''' \"\"\"", "# x", "]]",
+	} {
+		mc := brokerconftest.MiniCluster("hostile", 2)
+		mc.Namespace = "ns\r\n[x]" // comments only; the schema refuses it, the file must survive it
+		mc.Spec.Flux.Container.MountPath = "/mnt/" + v
+		mc.Spec.Flux.Topology = v
+		mc.Spec.Flux.ConnectTimeout = &v
+		got, err := BrokerTOML(mc, &bursting.Layout{Hosts: []string{"hostile-0", "hostile-1"}, Topology: v, LeadAddress: "lead\r" + v, LeadPort: 8050})
+		require.NoError(t, err, "%q", v)
+		var doc struct {
+			Bootstrap struct {
+				CurveCert string `toml:"curve_cert"`
+				Hosts     []map[string]string
+			}
+			Resource struct{ Path string }
+			Tbon     struct {
+				Topo           string
+				ConnectTimeout string `toml:"connect_timeout"`
+			}
+		}
+		require.NoError(t, toml.Unmarshal(got, &doc), "%q:\n%s", v, got)
+		require.Equal(t, CurveCertPath(mc), doc.Bootstrap.CurveCert)
+		require.Equal(t, ResourcePath(mc), doc.Resource.Path)
+		require.Equal(t, v, doc.Tbon.Topo)
+		require.Equal(t, v, doc.Tbon.ConnectTimeout)
+		require.Equal(t, "tcp://lead\r"+v+":8050", doc.Bootstrap.Hosts[0]["connect"])
+		require.Len(t, doc.Bootstrap.Hosts, 2)
+	}
+}

@@ -16,9 +16,17 @@ type tomlWriter struct {
 	err error
 }
 
-// comment writes each line of text as a comment line.
+// comment writes each line of text as a comment line. TOML allows no control character but tab
+// in a comment, so any other (a carriage return, say, from a value of the spec) is written as
+// U+FFFD: the comment stays one line and the file stays TOML.
 func (w *tomlWriter) comment(text string) {
 	for line := range strings.SplitSeq(text, "\n") {
+		line = strings.Map(func(r rune) rune {
+			if r != '\t' && (r < 0x20 || r == 0x7f) || r == utf8.RuneError {
+				return utf8.RuneError
+			}
+			return r
+		}, line)
 		w.b.WriteString(strings.TrimRight("# "+line, " "))
 		w.b.WriteByte('\n')
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,8 +21,8 @@ import (
 // directory standing in for the pod's volumes.
 
 // fakeFlux answers "flux R encode" with a small R naming the hosts, and records the arguments
-// of every "flux start" in $FAKE_FLUX_LOG (NUL after each word, a newline after each call),
-// exiting with $FAKE_FLUX_RC.
+// of every "flux start" in $FAKE_FLUX_LOG (the number of words, then the words, each followed by
+// a NUL, so that any word survives), exiting with $FAKE_FLUX_RC.
 const fakeFlux = `#!/bin/bash
 case "$1" in
 R)
@@ -31,8 +32,7 @@ R)
 	;;
 start)
 	shift
-	printf '%s\0' "$@" >>"$FAKE_FLUX_LOG"
-	printf '\n' >>"$FAKE_FLUX_LOG"
+	printf '%s\0' "$#" "$@" >>"$FAKE_FLUX_LOG"
 	exit "${FAKE_FLUX_RC:-0}"
 	;;
 *)
@@ -85,16 +85,32 @@ func (s sandbox) miniCluster(name string, mutate func(*fluxv1alpha2.MiniClusterS
 // provision runs the provisioner with the sandbox's config and curve directories.
 func (s sandbox) provision(t *testing.T, script string) string {
 	t.Helper()
-	script = strings.Replace(script, "\nconfig_dir="+Quote(names.ConfigMountPath)+"\n", "\nconfig_dir="+Quote(s.config)+"\n", 1)
-	script = strings.Replace(script, "\ncurve_dir="+Quote(names.CurveMountPath)+"\n", "\ncurve_dir="+Quote(s.curve)+"\n", 1)
-	out, err := s.run(t, "sh", script, nil)
+	out, err := s.run(t, "sh", s.provisioner(script), nil)
 	require.NoError(t, err, "provisioner: %s", out)
 	return out
 }
 
+// provisioner returns the provisioner script reading the sandbox's config and curve directories.
+func (s sandbox) provisioner(script string) string {
+	script = strings.Replace(script, "\nconfig_dir="+Quote(names.ConfigMountPath)+"\n", "\nconfig_dir="+Quote(s.config)+"\n", 1)
+	return strings.Replace(script, "\ncurve_dir="+Quote(names.CurveMountPath)+"\n", "\ncurve_dir="+Quote(s.curve)+"\n", 1)
+}
+
 func (s sandbox) run(t *testing.T, shell, script string, env []string) (string, error) {
 	t.Helper()
-	cmd := exec.Command(shell, "-c", script, "entrypoint")
+	return s.exec(t, env, shell, "-c", script, "entrypoint")
+}
+
+// runFile runs the script in file, as the pods do, so that bytes a command line cannot carry
+// reach the shell too.
+func (s sandbox) runFile(t *testing.T, shell, file string, env []string) (string, error) {
+	t.Helper()
+	return s.exec(t, env, shell, file)
+}
+
+func (s sandbox) exec(t *testing.T, env []string, name string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(name, args...)
 	cmd.Dir = s.root
 	cmd.Env = append([]string{
 		"PATH=" + s.bin + ":" + os.Getenv("PATH"),
@@ -115,10 +131,15 @@ func (s sandbox) starts(t *testing.T) [][]string {
 		return nil
 	}
 	require.NoError(t, err)
+	words := strings.Split(string(data), "\x00")
+	words = words[:len(words)-1]
 	var calls [][]string
-	for _, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
-		words := strings.Split(line, "\x00")
-		calls = append(calls, words[:len(words)-1])
+	for len(words) > 0 {
+		n, err := strconv.Atoi(words[0])
+		require.NoError(t, err)
+		require.LessOrEqual(t, 1+n, len(words), "truncated log of flux start")
+		calls = append(calls, words[1:1+n])
+		words = words[1+n:]
 	}
 	return calls
 }

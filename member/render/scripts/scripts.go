@@ -36,6 +36,7 @@ import (
 	"bytes"
 	"embed"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -157,7 +158,13 @@ var templateFS embed.FS
 var templates = template.Must(template.New("scripts").Funcs(template.FuncMap{
 	"q":     Quote,
 	"words": quoteWords,
+	"c":     commentValue,
 }).Option("missingkey=error").ParseFS(templateFS, "templates/*.tmpl"))
+
+// commentValue returns s for a comment of a script: double-quoted with Go's escapes, so that a
+// newline (or any other control character) from the spec cannot end the comment and start a
+// command. Nothing else is special in a comment.
+func commentValue(s string) string { return strconv.Quote(s) }
 
 // envName is what a shell accepts as a variable name.
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -168,6 +175,21 @@ var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // and one under ServiceKey for every spec.services container with a wrapped command. It
 // returns an error for a spec the schema admits but no script can honour.
 func Render(mc *fluxv1alpha2.MiniCluster, in Inputs) (map[string]string, error) {
+	data, err := render(mc, in)
+	if err != nil {
+		return nil, err
+	}
+	// A NUL cannot be part of a shell script: bash drops it and dash refuses the file as binary.
+	// The schema refuses it in paths; anywhere else it has no meaning either.
+	for _, key := range slices.Sorted(maps.Keys(data)) {
+		if strings.ContainsRune(data[key], 0) {
+			return nil, fmt.Errorf("rendering %s: a value of the spec contains a NUL character, which no shell script can hold", key)
+		}
+	}
+	return data, nil
+}
+
+func render(mc *fluxv1alpha2.MiniCluster, in Inputs) (map[string]string, error) {
 	if err := checkInputs(mc, in); err != nil {
 		return nil, err
 	}
@@ -176,7 +198,6 @@ func Render(mc *fluxv1alpha2.MiniCluster, in Inputs) (map[string]string, error) 
 		return nil, fmt.Errorf("spec.containers: no container runs Flux")
 	}
 	data := map[string]string{}
-
 	prov, err := execute("provision.sh.tmpl", provisionerData(mc))
 	if err != nil {
 		return nil, err
