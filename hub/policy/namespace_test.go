@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	fedv1alpha1 "github.com/fluxfed/fluxfed/api/fluxfed/v1alpha1"
 	"github.com/fluxfed/fluxfed/hub/policy"
@@ -118,4 +119,36 @@ func TestNamespaceLabels(t *testing.T) {
 			"pod-security.kubernetes.io/enforce-version": "latest",
 		}, policy.NamespaceLabels(level), "level %q", level)
 	}
+}
+
+// FuzzNamespace checks what holds whatever the policy and the names: a reserved namespace or a
+// name that is not a namespace name is never allowed, and an allowed namespace is the root's
+// (Mirror) or a listed one (Listed).
+func FuzzNamespace(f *testing.F) {
+	f.Add("", "research", "research", "")
+	f.Add("Mirror", "kube-system", "kube-system", "")
+	f.Add("Listed", "research", "fluxfed-system", "fluxfed-system")
+	f.Add("Listed", "research", "kube-public", "kube-public")
+	f.Add("Listed", "research", "hpc", "hpc")
+	f.Add("Mirror", "Research", "Research", "")
+	f.Fuzz(func(t *testing.T, allow, root, namespace, listed string) {
+		ns := fedv1alpha1.MemberNamespaces{Allow: fedv1alpha1.NamespaceAllow(allow), Names: []fedv1alpha1.MemberNamespaceName{fedv1alpha1.MemberNamespaceName(listed)}}
+		err := policy.Namespace(ns, root, namespace)
+		if err != nil {
+			var refusal *policy.NamespaceError
+			require.True(t, errors.As(err, &refusal))
+			require.LessOrEqual(t, len(err.Error()), policy.MaxMessageLength)
+			return
+		}
+		require.False(t, fedv1alpha1.IsReservedNamespace(namespace), "a reserved namespace was allowed")
+		require.Empty(t, validation.IsDNS1123Label(namespace), "an invalid name was allowed")
+		switch ns.Allow {
+		case "", fedv1alpha1.NamespaceAllowMirror:
+			require.Equal(t, root, namespace)
+		case fedv1alpha1.NamespaceAllowListed:
+			require.Equal(t, listed, namespace)
+		default:
+			t.Fatalf("policy %q allowed %q", allow, namespace)
+		}
+	})
 }

@@ -239,3 +239,17 @@ func TestPodSecurityMessageIsBounded(t *testing.T) {
 	require.True(t, strings.ToValidUTF8(msg, "?") == msg, "cut at a rune boundary")
 	require.Contains(t, msg, `level "baseline" (MemberCluster spec.podSecurity.level)`)
 }
+
+// BenchmarkPods measures checking one child: admitting it with the schema's defaults,
+// rendering it and evaluating its pods.
+func BenchmarkPods(b *testing.B) {
+	root := v1alpha2test.MiniCluster("lammps").Namespace("research").Size(2).Burst("burst-a", 2, "member-a").Obj()
+	plan, err := bursting.NewPlan(root, bursting.Endpoint{Address: "192.0.2.10", Port: 30050}, "hub-a")
+	require.NoError(b, err)
+	mc := plan.Children[0].MiniCluster
+	for b.Loop() {
+		if err := policy.PodSecurity(fedv1alpha1.PodSecurityBaseline, mc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
