@@ -3,23 +3,27 @@
 // the pods of a child meet the member's Pod Security level. It is pure: no client, clock or
 // logger, the same answer for the same input.
 //
-// The hub asks before it sends anything to a member for a burst, in this order, and pushes
-// nothing for a burst that is refused (the member's own admission stays the last line):
+// The hub asks before it sends anything to a member for a burst, and pushes nothing for a burst
+// that is refused (the member's own admission stays the last line). In push, for each
+// bursting.Child c of the root's plan, with mcl the MemberCluster of c.Cluster:
 //
-//	// child is a bursting.Child of the root's plan, mcl its member's MemberCluster.
-//	if err := policy.Namespace(mcl.Spec.Namespaces, root.Namespace, child.Namespace); err != nil {
+//	switch err := policy.Burst(mcl.Spec, root.Namespace, c); {
+//	case errors.As(err, new(*policy.NamespaceError)):
 //		// the burst Fails: reason fluxv1alpha2.ReasonNamespaceNotAllowed, message err.Error()
+//	case errors.As(err, new(*policy.PodSecurityError)):
+//		// the burst Fails: reason fluxv1alpha2.ReasonPodSecurityViolation, message err.Error()
+//	case err != nil:
+//		// the child cannot be rendered: reason fluxv1alpha2.ReasonInvalidSpec
 //	}
-//	if err := policy.PodSecurity(mcl.Spec.PodSecurity.Level, child.MiniCluster); err != nil {
-//		// *PodSecurityError: reason fluxv1alpha2.ReasonPodSecurityViolation, message err.Error();
-//		// any other error: the child cannot be rendered, reason fluxv1alpha2.ReasonInvalidSpec
-//	}
-//	// Only when the namespace is missing on the member (read live):
+//
+// and, where the hub creates a missing namespace (ensureNamespace), after reading it live:
+//
 //	if !policy.MayCreateNamespace(mcl.Spec.Namespaces) {
-//		// the burst Fails: reason fluxv1alpha2.ReasonNamespaceNotAllowed, message from
-//		// policy.NamespaceMissing(child.Namespace)
+//		return policy.NamespaceMissing(c.Namespace) // a *NamespaceError, as above
 //	}
 //	ns.Labels = policy.NamespaceLabels(mcl.Spec.PodSecurity.Level) // plus the origin labels
+//
+// Burst is Namespace, then PodSecurity; Pods and PodTemplate return the violations themselves.
 //
 // Every message is at most MaxMessageLength bytes, so that it fits in an event as well as in a
 // burst's status. PodSecurity admits and renders the child, a few milliseconds: a caller that
