@@ -75,8 +75,11 @@ func Namespace(ns fedv1alpha1.MemberNamespaces, rootNamespace, namespace string)
 				return nil
 			}
 		}
-		return &NamespaceError{Namespace: namespace, Field: "spec.namespaces.names",
-			Reason: "the MemberCluster allows only " + quoteList(ns.Names)}
+		reason := "the MemberCluster allows only " + quoteList(ns.Names)
+		if len(ns.Names) == 0 {
+			reason = "the MemberCluster lists no namespace"
+		}
+		return &NamespaceError{Namespace: namespace, Field: "spec.namespaces.names", Reason: reason}
 	default:
 		return &NamespaceError{Namespace: namespace, Field: "spec.namespaces.allow",
 			Reason: fmt.Sprintf("%s is not a known policy (Mirror or Listed): nothing is allowed", quoteName(string(ns.Allow)))}
@@ -111,9 +114,6 @@ func NamespaceLabels(level fedv1alpha1.PodSecurityLevel) map[string]string {
 
 // quoteList quotes the names, at most maxListed of them.
 func quoteList(names []fedv1alpha1.MemberNamespaceName) string {
-	if len(names) == 0 {
-		return "no namespace"
-	}
 	quoted := make([]string, 0, min(len(names), maxListed))
 	for _, n := range names[:min(len(names), maxListed)] {
 		quoted = append(quoted, quoteName(string(n)))

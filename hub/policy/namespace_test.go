@@ -46,7 +46,7 @@ func TestNamespace(t *testing.T) {
 		{name: "listed: the root's own namespace is not implied", policy: listed("hpc"), root: "research", namespace: "research",
 			field: "spec.namespaces.names", says: `allows only "hpc"`},
 		{name: "listed: nothing listed", policy: listed(), root: "research", namespace: "research",
-			field: "spec.namespaces.names", says: "allows only no namespace"},
+			field: "spec.namespaces.names", says: "lists no namespace"},
 		{name: "listed: a long list is cut", policy: many, root: "research", namespace: "research",
 			field: "spec.namespaces.names", says: `"team-07" and 56 more`},
 		{name: "an unknown policy allows nothing", policy: fedv1alpha1.MemberNamespaces{Allow: "Any"}, root: "research", namespace: "research",
