@@ -125,6 +125,14 @@ const (
 	// ReasonInvalidFederation (Bursting=False): the bursts cannot be planned, for example
 	// because the hostlist would not fit Flux's rules.
 	ReasonInvalidFederation = "InvalidFederation"
+	// ReasonNamespaceNotAllowed (Bursting=False, the burst Failed): the burst's MemberCluster
+	// does not let roots burst into the burst's namespace (spec.namespaces), or does not let the
+	// hub create it; nothing is pushed. The message says which namespaces are allowed.
+	ReasonNamespaceNotAllowed = "NamespaceNotAllowed"
+	// ReasonPodSecurityViolation (Bursting=False, the burst Failed): the child's pods do not meet
+	// the Pod Security level of the burst's MemberCluster (spec.podSecurity.level); nothing is
+	// pushed. The message names the checks the pods fail.
+	ReasonPodSecurityViolation = "PodSecurityViolation"
 
 	// ReasonAllBurstsReady (BurstsReady=True): every burst reports all of its brokers ready.
 	ReasonAllBurstsReady = "AllBurstsReady"

@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"strings"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -52,7 +54,8 @@ type MemberClusterList struct {
 	Items []MemberCluster `json:"items"`
 }
 
-// MemberClusterSpec says how the hub reaches a member cluster.
+// MemberClusterSpec says how the hub reaches a member cluster, and what the member's owner lets
+// it do there.
 type MemberClusterSpec struct {
 	// kubeconfigSecretRef names the Secret, in the namespace where the hub runs (fluxfed-system
 	// unless the hub's --members-namespace says otherwise), that holds the kubeconfig the hub
@@ -61,6 +64,113 @@ type MemberClusterSpec struct {
 	// condition.
 	// +required
 	KubeconfigSecretRef KubeconfigSecretRef `json:"kubeconfigSecretRef"`
+
+	// namespaces says which namespaces of the member roots may burst into, and whether the hub
+	// may create them. By default a root bursts only into the namespace of its own namespace's
+	// name, which must exist. kube-system, kube-public, kube-node-lease, every other kube-
+	// namespace and fluxfed-system are never used, whatever this says.
+	// +optional
+	// +kubebuilder:default={}
+	Namespaces MemberNamespaces `json:"namespaces,omitzero"`
+
+	// podSecurity is the Pod Security Standard that the pods of every child pushed to the member
+	// must meet. By default, baseline.
+	// +optional
+	// +kubebuilder:default={}
+	PodSecurity MemberPodSecurity `json:"podSecurity,omitzero"`
+}
+
+// MemberNamespaces says which namespaces of a member roots may burst into.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.allow) && self.allow == 'Listed' ? has(self.names) && size(self.names) > 0 : !has(self.names) || size(self.names) == 0",message="names lists the namespaces when allow is Listed, and only then",fieldPath=".names"
+type MemberNamespaces struct {
+	// allow says which namespaces a burst may use:
+	// Mirror (the default): only the namespace with the name of the root's namespace on the
+	// hub, so that each team's roots land in the namespace of the same name on every member;
+	// Listed: only the namespaces in names, for every root of the hub, whatever its namespace.
+	// +optional
+	// +kubebuilder:default=Mirror
+	Allow NamespaceAllow `json:"allow,omitempty"`
+
+	// names are the namespaces roots may burst into when allow is Listed. Every root of the hub
+	// may use every one of them. kube-system, kube-public, kube-node-lease, every other kube-
+	// namespace and fluxfed-system cannot be listed.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	Names []MemberNamespaceName `json:"names,omitempty"`
+
+	// create lets the hub create a burst's namespace on the member when it does not exist, with
+	// the Pod Security Admission enforce label of podSecurity.level. When false (the default),
+	// a burst into a missing namespace fails until the member's owner creates it.
+	// +optional
+	// +kubebuilder:default=false
+	Create bool `json:"create,omitempty"`
+}
+
+// NamespaceAllow says which namespaces of a member roots may burst into.
+//
+// +kubebuilder:validation:Enum=Mirror;Listed
+type NamespaceAllow string
+
+const (
+	// NamespaceAllowMirror allows only the namespace with the name of the root's own namespace.
+	NamespaceAllowMirror NamespaceAllow = "Mirror"
+	// NamespaceAllowListed allows only the namespaces of spec.namespaces.names.
+	NamespaceAllowListed NamespaceAllow = "Listed"
+)
+
+// MemberNamespaceName is the name of a namespace of a member cluster that roots may burst into:
+// a DNS label, neither a kube- namespace nor fluxfed-system.
+//
+// +kubebuilder:validation:MinLength=1
+// +kubebuilder:validation:MaxLength=63
+// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+// +kubebuilder:validation:XValidation:rule="!self.startsWith('kube-') && self != 'fluxfed-system'",message="kube- namespaces (kube-system, kube-public, kube-node-lease, ...) and fluxfed-system are never burst into"
+type MemberNamespaceName string
+
+// MemberPodSecurity is the Pod Security Standard the pods pushed to a member must meet.
+type MemberPodSecurity struct {
+	// level is the Pod Security Standards level (https://kubernetes.io/docs/concepts/security/pod-security-standards/)
+	// that the pods of every child pushed to the member must meet, checked by the hub before it
+	// pushes: privileged (anything), baseline (the default: no privileged containers, host
+	// namespaces, hostPath volumes, added capabilities beyond the default set, ...) or
+	// restricted (baseline, and the pods run as non-root with no privilege escalation, every
+	// capability dropped and the RuntimeDefault seccomp profile). Namespaces the hub creates
+	// carry the Pod Security Admission enforce label of this level, so the member enforces it
+	// too.
+	// +optional
+	// +kubebuilder:default=baseline
+	Level PodSecurityLevel `json:"level,omitempty"`
+}
+
+// PodSecurityLevel is a level of the Pod Security Standards.
+//
+// +kubebuilder:validation:Enum=privileged;baseline;restricted
+type PodSecurityLevel string
+
+const (
+	// PodSecurityPrivileged allows any pod.
+	PodSecurityPrivileged PodSecurityLevel = "privileged"
+	// PodSecurityBaseline refuses pods with known privilege escalations.
+	PodSecurityBaseline PodSecurityLevel = "baseline"
+	// PodSecurityRestricted also requires the pod hardening best practices.
+	PodSecurityRestricted PodSecurityLevel = "restricted"
+)
+
+// FluxfedNamespace is the namespace fluxfed runs in, on the hub and on the members
+// (deploy/manager); a burst never uses it.
+const FluxfedNamespace = "fluxfed-system"
+
+// ReservedNamespacePrefix starts the names of the namespaces Kubernetes keeps for itself:
+// kube-system, kube-public, kube-node-lease and any it adds.
+const ReservedNamespacePrefix = "kube-"
+
+// IsReservedNamespace reports whether a burst may never use the member namespace name, whatever
+// its MemberCluster says: a kube- namespace (the API server's own) or fluxfed's. It compares
+// exactly: a name with capitals is no namespace name at all, and is refused as such.
+func IsReservedNamespace(name string) bool {
+	return strings.HasPrefix(name, ReservedNamespacePrefix) || name == FluxfedNamespace
 }
 
 // KubeconfigSecretRef names a key of a Secret in the hub's namespace.
