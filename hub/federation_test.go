@@ -332,7 +332,9 @@ func (f *federation) registerKubeconfig(t testing.TB, name string, kc []byte) {
 	require.NoError(t, err)
 	mc := &fedv1alpha1.MemberCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       fedv1alpha1.MemberClusterSpec{KubeconfigSecretRef: fedv1alpha1.KubeconfigSecretRef{Name: secret.Name}},
+		Spec: fedv1alpha1.MemberClusterSpec{KubeconfigSecretRef: fedv1alpha1.KubeconfigSecretRef{Name: secret.Name},
+			// The test members are lent whole: every namespace, created by the hub.
+			Namespaces: fedv1alpha1.MemberNamespaces{Allow: fedv1alpha1.NamespaceAllowAny, Create: true}},
 	}
 	if err := f.hub.Client.Create(ctx, mc); !apierrors.IsAlreadyExists(err) {
 		require.NoError(t, err)

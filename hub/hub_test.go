@@ -50,6 +50,7 @@ func TestOnOneFederation(t *testing.T) {
 		{"ABurstNamedLikeSomeoneElsesObjectsTakesNothingOver", testABurstNamedLikeSomeoneElsesObjectsTakesNothingOver},
 		{"AChildPlantedWithTheHubsLabelsIsNeverAdopted", testAChildPlantedWithTheHubsLabelsIsNeverAdopted},
 		{"TheRootRecordsWhatTheHubCreated", testTheRootRecordsWhatTheHubCreated},
+		{"TheMembersOwnerDecidesWhereAndWhatTheHubPushes", testTheMembersOwnerDecidesWhereAndWhatTheHubPushes},
 		{"AMemberRegisteredLaterGetsItsChild", testAMemberRegisteredLaterGetsItsChild},
 		{"ALeadBrokerThatDoesNotAnswerIsReportedAndTheChildrenPushedAnyway", testALeadBrokerThatDoesNotAnswerIsReportedAndTheChildrenPushedAnyway},
 		{"AMemberClusterReportsTheMember", testAMemberClusterReportsTheMember},

@@ -14,8 +14,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
+	fedv1alpha1 "github.com/fluxfed/fluxfed/api/fluxfed/v1alpha1"
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/bursting"
+	"github.com/fluxfed/fluxfed/hub/policy"
 	"github.com/fluxfed/fluxfed/member/apply"
 	"github.com/fluxfed/fluxfed/member/render"
 )
@@ -58,9 +60,21 @@ func (r *Reconciler) push(ctx context.Context, root *fluxv1alpha2.MiniCluster, f
 		last, _ := r.synced.Load(key)
 		live := last != state.Epoch
 		ok := true
+		mcl := &fedv1alpha1.MemberCluster{}
+		if err := r.client.Get(ctx, client.ObjectKey{Name: member}, mcl); err != nil {
+			for _, i := range byMember[member] {
+				fed.bursts[i].Err = fmt.Errorf("reading MemberCluster %s: %w", member, err)
+			}
+			return nil
+		}
 		for _, i := range byMember[member] {
 			o := &fed.bursts[i]
-			child, err := r.pushChild(ctx, root, l, state.Cluster, children[o.Name], fed.cert, live)
+			// What the member's owner allows is asked before anything is sent for the burst.
+			if err := policy.Burst(mcl.Spec, root.Namespace, children[o.Name]); err != nil {
+				o.Err, o.ErrReason, ok = err, policyReason(err), false
+				continue
+			}
+			child, err := r.pushChild(ctx, root, l, state.Cluster, mcl.Spec, children[o.Name], fed.cert, live)
 			o.Child = child
 			if err != nil {
 				o.Err, o.ErrReason, ok = err, classify(err), false
@@ -85,7 +99,8 @@ func syncKey(root *fluxv1alpha2.MiniCluster, member string) string {
 // Only what l records is changed: an object of the child's name that the hub did not create for
 // this root (someone else's MiniCluster, or one that forged the root's labels) is a Conflict,
 // left alone, and gets no certificate. What the hub creates is recorded in l at once.
-func (r *Reconciler) pushChild(ctx context.Context, root *fluxv1alpha2.MiniCluster, l *ledger, cl cluster.Cluster, child bursting.Child, cert []byte, live bool) (*fluxv1alpha2.MiniCluster, error) {
+func (r *Reconciler) pushChild(ctx context.Context, root *fluxv1alpha2.MiniCluster, l *ledger, cl cluster.Cluster,
+	spec fedv1alpha1.MemberClusterSpec, child bursting.Child, cert []byte, live bool) (*fluxv1alpha2.MiniCluster, error) {
 	member := child.Cluster
 	owns := func(existing metav1.Object) bool { return l.owns(member, existing) }
 	if len(cert) == 0 {
@@ -100,7 +115,7 @@ func (r *Reconciler) pushChild(ctx context.Context, root *fluxv1alpha2.MiniClust
 		}
 		return current, nil
 	}
-	if err := r.ensureNamespace(ctx, cl, child.Cluster, child.Namespace); err != nil {
+	if err := r.ensureNamespace(ctx, cl, child.Cluster, child.Namespace, spec); err != nil {
 		return nil, err
 	}
 	applier := &apply.Applier{Client: cl.GetClient(), Live: cl.GetAPIReader(), FieldOwner: fluxv1alpha2.FieldOwnerHub, LiveOnly: live}
@@ -112,6 +127,9 @@ func (r *Reconciler) pushChild(ctx context.Context, root *fluxv1alpha2.MiniClust
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			r.namespaces.Delete(child.Cluster + "/" + child.Namespace)
+			if !r.mayCreateNamespace(spec) {
+				return nil, policy.NamespaceMissing(child.Namespace)
+			}
 		}
 		return nil, err
 	}
@@ -123,16 +141,26 @@ func (r *Reconciler) pushChild(ctx context.Context, root *fluxv1alpha2.MiniClust
 	return applied, nil
 }
 
-// ensureNamespace creates the child's namespace on the member unless it is known to exist.
-func (r *Reconciler) ensureNamespace(ctx context.Context, cl cluster.Cluster, member, namespace string) error {
-	if r.opts.SkipNamespaces {
+// mayCreateNamespace reports whether the hub creates a missing namespace on a member: the
+// member's owner lets it (spec.namespaces.create), and the hub was not told never to.
+func (r *Reconciler) mayCreateNamespace(spec fedv1alpha1.MemberClusterSpec) bool {
+	return !r.opts.SkipNamespaces && policy.MayCreateNamespace(spec.Namespaces)
+}
+
+// ensureNamespace creates the child's namespace on the member, when the member's owner lets the
+// hub, unless it is known to exist. A namespace the hub creates enforces the member's Pod
+// Security level. An existing namespace is never changed.
+func (r *Reconciler) ensureNamespace(ctx context.Context, cl cluster.Cluster, member, namespace string, spec fedv1alpha1.MemberClusterSpec) error {
+	if !r.mayCreateNamespace(spec) {
 		return nil
 	}
 	key := member + "/" + namespace
 	if v, ok := r.namespaces.Load(key); ok && v == cl {
 		return nil
 	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace, Labels: map[string]string{fluxv1alpha2.LabelOriginHub: r.opts.Name}}}
+	labels := policy.NamespaceLabels(spec.PodSecurity.Level)
+	labels[fluxv1alpha2.LabelOriginHub] = r.opts.Name
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace, Labels: labels}}
 	if err := cl.GetClient().Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating namespace %s: %w", namespace, err)
 	}
@@ -187,12 +215,29 @@ func classify(err error) string {
 	if errors.As(err, &refusal) {
 		return refusal.Reason
 	}
+	if reason := policyReason(err); reason != fluxv1alpha2.ReasonInvalidSpec {
+		return reason
+	}
 	var status apierrors.APIStatus
 	if errors.As(err, &status) && status.Status().Code > 0 && status.Status().Code < 500 &&
 		!apierrors.IsTimeout(err) && !apierrors.IsTooManyRequests(err) {
 		return fluxv1alpha2.ReasonApplyFailed
 	}
 	return fluxv1alpha2.ReasonMemberUnreachable
+}
+
+// policyReason returns the condition reason of a refusal by the member's policy: the namespace,
+// the pods' Pod Security level, or else a child that cannot be rendered to be checked.
+func policyReason(err error) string {
+	var nsErr *policy.NamespaceError
+	var podErr *policy.PodSecurityError
+	switch {
+	case errors.As(err, &nsErr):
+		return fluxv1alpha2.ReasonNamespaceNotAllowed
+	case errors.As(err, &podErr):
+		return fluxv1alpha2.ReasonPodSecurityViolation
+	}
+	return fluxv1alpha2.ReasonInvalidSpec
 }
 
 // reportMove queues an event when the advertised endpoint changed: the children were given the

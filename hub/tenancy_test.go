@@ -10,8 +10,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	fedv1alpha1 "github.com/fluxfed/fluxfed/api/fluxfed/v1alpha1"
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 )
 
@@ -150,5 +152,73 @@ func testTheRootRecordsWhatTheHubCreated(t *testing.T, f *federation) {
 	}
 	require.Len(t, uids, 4)
 
+	require.NoError(t, f.hub.Client.Delete(ctx, root))
+}
+
+// setPolicy sets the namespace and Pod Security policy of member's MemberCluster, and puts back
+// the one it had when the test ends.
+func (f *federation) setPolicy(t *testing.T, member string, ns fedv1alpha1.MemberNamespaces, level fedv1alpha1.PodSecurityLevel) {
+	t.Helper()
+	ctx := context.Background()
+	set := func(spec func(*fedv1alpha1.MemberClusterSpec)) {
+		mcl := f.memberCluster(t, member)
+		patch := client.MergeFrom(mcl.DeepCopy())
+		spec(&mcl.Spec)
+		require.NoError(t, f.hub.Client.Patch(ctx, mcl, patch))
+	}
+	was := f.memberCluster(t, member).Spec
+	t.Cleanup(func() {
+		set(func(s *fedv1alpha1.MemberClusterSpec) { s.Namespaces, s.PodSecurity = was.Namespaces, was.PodSecurity })
+	})
+	set(func(s *fedv1alpha1.MemberClusterSpec) {
+		s.Namespaces, s.PodSecurity = ns, fedv1alpha1.MemberPodSecurity{Level: level}
+	})
+}
+
+func testTheMembersOwnerDecidesWhereAndWhatTheHubPushes(t *testing.T, f *federation) {
+	ctx := context.Background()
+	b := f.members["member-b"]
+	// member-b's owner lets roots burst only into the namespace named like theirs, and does not
+	// let the hub create it.
+	f.setPolicy(t, "member-b", fedv1alpha1.MemberNamespaces{Allow: fedv1alpha1.NamespaceAllowMirror}, fedv1alpha1.PodSecurityBaseline)
+
+	ns := f.namespace(t)
+	root := newRoot(ns, "policed",
+		fluxv1alpha2.Burst{Name: "burst-a", Cluster: "member-a", Size: 1},
+		fluxv1alpha2.Burst{Name: "burst-b", Cluster: "member-b", Size: 1, Namespace: ns + "-elsewhere"})
+	require.NoError(t, f.hub.Client.Create(ctx, root))
+	refused := f.waitBurst(t, root, "burst-b", fluxv1alpha2.BurstFailed)
+	require.Contains(t, refused.Message, fluxv1alpha2.ReasonNamespaceNotAllowed)
+	require.Contains(t, refused.Message, "spec.namespaces.allow")
+	require.Contains(t, refused.Message, "may burst only into namespace "+`"`+ns+`"`)
+	f.waitBurst(t, root, "burst-a", fluxv1alpha2.BurstApplied)
+	// A namespace the hub created carries the member's Pod Security level.
+	created := &corev1.Namespace{}
+	require.NoError(t, f.members["member-a"].env.Client.Get(ctx, client.ObjectKey{Name: ns}, created))
+	require.Equal(t, "baseline", created.Labels["pod-security.kubernetes.io/enforce"])
+
+	// Moved into the mirrored namespace, which does not exist there: not created, reported.
+	f.edit(t, root, func(mc *fluxv1alpha2.MiniCluster) { mc.Spec.Flux.Bursting.Clusters[1].Namespace = "" })
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		got := burstStatus(f.root(c, root), "burst-b")
+		require.NotNil(c, got)
+		require.Contains(c, got.Message, "does not exist")
+		require.Contains(c, got.Message, "spec.namespaces.create")
+	}, wait, tick)
+	require.True(t, apierrors.IsNotFound(b.env.Client.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})), "the hub created no namespace")
+	// The owner creates it: the burst goes there.
+	require.NoError(t, b.env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	f.waitBurst(t, root, "burst-b", fluxv1alpha2.BurstApplied)
+
+	// A root whose pods are privileged is refused before anything is pushed, naming the check.
+	privileged := newRoot(ns, "privileged", fluxv1alpha2.Burst{Name: "burst-p", Cluster: "member-b", Size: 1})
+	privileged.Spec.Containers[0].SecurityContext = &fluxv1alpha2.ContainerSecurityContext{
+		SecurityContext: corev1.SecurityContext{Privileged: ptr.To(true)}}
+	require.NoError(t, f.hub.Client.Create(ctx, privileged))
+	refused = f.waitBurst(t, privileged, "burst-p", fluxv1alpha2.BurstFailed)
+	require.Contains(t, refused.Message, fluxv1alpha2.ReasonPodSecurityViolation)
+	require.Contains(t, refused.Message, "privileged")
+	require.Nil(t, b.child(t, ns, "burst-p"), "nothing was pushed")
+	require.NoError(t, f.hub.Client.Delete(ctx, privileged))
 	require.NoError(t, f.hub.Client.Delete(ctx, root))
 }

@@ -168,7 +168,8 @@ func TestHubManagerBurstsARoot(t *testing.T) {
 	}))
 	require.NoError(t, hubEnv.Client.Create(ctx, &fedv1alpha1.MemberCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "member-a"},
-		Spec:       fedv1alpha1.MemberClusterSpec{KubeconfigSecretRef: fedv1alpha1.KubeconfigSecretRef{Name: "member-a-kubeconfig"}},
+		Spec: fedv1alpha1.MemberClusterSpec{KubeconfigSecretRef: fedv1alpha1.KubeconfigSecretRef{Name: "member-a-kubeconfig"},
+			Namespaces: fedv1alpha1.MemberNamespaces{Allow: fedv1alpha1.NamespaceAllowAny, Create: true}},
 	}))
 
 	// A process of its own, as it runs for real: controller names are unique per process, and

@@ -336,7 +336,10 @@ func (f *Fleet) RegisterKubeconfig(ctx context.Context, name string, kubeconfig 
 	}
 	mc := &fedv1alpha1.MemberCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       fedv1alpha1.MemberClusterSpec{KubeconfigSecretRef: fedv1alpha1.KubeconfigSecretRef{Name: name + "-kubeconfig"}},
+		Spec: fedv1alpha1.MemberClusterSpec{KubeconfigSecretRef: fedv1alpha1.KubeconfigSecretRef{Name: name + "-kubeconfig"},
+			// The fleet's members are lent whole: roots may burst into any namespace, which the
+			// hub creates (enforcing the default Pod Security level, baseline).
+			Namespaces: fedv1alpha1.MemberNamespaces{Allow: fedv1alpha1.NamespaceAllowAny, Create: true}},
 	}
 	if err := f.Clients["hub"].Create(ctx, mc); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("the MemberCluster %s: %w", name, err)

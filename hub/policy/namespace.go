@@ -80,9 +80,11 @@ func Namespace(ns fedv1alpha1.MemberNamespaces, rootNamespace, namespace string)
 			reason = "the MemberCluster lists no namespace"
 		}
 		return &NamespaceError{Namespace: namespace, Field: "spec.namespaces.names", Reason: reason}
+	case fedv1alpha1.NamespaceAllowAny:
+		return nil
 	default:
 		return &NamespaceError{Namespace: namespace, Field: "spec.namespaces.allow",
-			Reason: fmt.Sprintf("%s is not a known policy (Mirror or Listed): nothing is allowed", quoteName(string(ns.Allow)))}
+			Reason: fmt.Sprintf("%s is not a known policy (Mirror, Listed or Any): nothing is allowed", quoteName(string(ns.Allow)))}
 	}
 }
 

@@ -49,7 +49,12 @@ func TestNamespace(t *testing.T) {
 			field: "spec.namespaces.names", says: "lists no namespace"},
 		{name: "listed: a long list is cut", policy: many, root: "research", namespace: "research",
 			field: "spec.namespaces.names", says: `"team-07" and 56 more`},
-		{name: "an unknown policy allows nothing", policy: fedv1alpha1.MemberNamespaces{Allow: "Any"}, root: "research", namespace: "research",
+		{name: "any: another namespace", policy: fedv1alpha1.MemberNamespaces{Allow: fedv1alpha1.NamespaceAllowAny}, root: "research", namespace: "prod"},
+		{name: "any: still never kube-system", policy: fedv1alpha1.MemberNamespaces{Allow: fedv1alpha1.NamespaceAllowAny}, root: "research", namespace: "kube-system",
+			field: "spec.namespaces", says: reserved},
+		{name: "any: still never fluxfed-system", policy: fedv1alpha1.MemberNamespaces{Allow: fedv1alpha1.NamespaceAllowAny}, root: "research", namespace: "fluxfed-system",
+			field: "spec.namespaces", says: reserved},
+		{name: "an unknown policy allows nothing", policy: fedv1alpha1.MemberNamespaces{Allow: "Every"}, root: "research", namespace: "research",
 			field: "spec.namespaces.allow", says: "nothing is allowed"},
 		{name: "listed in lower case is unknown", policy: fedv1alpha1.MemberNamespaces{Allow: "listed", Names: []fedv1alpha1.MemberNamespaceName{"research"}},
 			root: "research", namespace: "research", field: "spec.namespaces.allow"},
@@ -147,6 +152,7 @@ func FuzzNamespace(f *testing.F) {
 			require.Equal(t, root, namespace)
 		case fedv1alpha1.NamespaceAllowListed:
 			require.Equal(t, listed, namespace)
+		case fedv1alpha1.NamespaceAllowAny:
 		default:
 			t.Fatalf("policy %q allowed %q", allow, namespace)
 		}

@@ -87,7 +87,8 @@ type MemberNamespaces struct {
 	// allow says which namespaces a burst may use:
 	// Mirror (the default): only the namespace with the name of the root's namespace on the
 	// hub, so that each team's roots land in the namespace of the same name on every member;
-	// Listed: only the namespaces in names, for every root of the hub, whatever its namespace.
+	// Listed: only the namespaces in names, for every root of the hub, whatever its namespace;
+	// Any: every namespace but the reserved ones, for a member lent to the hub's users as a whole.
 	// +optional
 	// +kubebuilder:default=Mirror
 	Allow NamespaceAllow `json:"allow,omitempty"`
@@ -110,7 +111,7 @@ type MemberNamespaces struct {
 
 // NamespaceAllow says which namespaces of a member roots may burst into.
 //
-// +kubebuilder:validation:Enum=Mirror;Listed
+// +kubebuilder:validation:Enum=Mirror;Listed;Any
 type NamespaceAllow string
 
 const (
@@ -118,6 +119,9 @@ const (
 	NamespaceAllowMirror NamespaceAllow = "Mirror"
 	// NamespaceAllowListed allows only the namespaces of spec.namespaces.names.
 	NamespaceAllowListed NamespaceAllow = "Listed"
+	// NamespaceAllowAny allows every namespace but the reserved ones (kube- namespaces and
+	// fluxfed-system).
+	NamespaceAllowAny NamespaceAllow = "Any"
 )
 
 // MemberNamespaceName is the name of a namespace of a member cluster that roots may burst into:
