@@ -112,8 +112,11 @@ func TestHubAndMemberAccessKustomizationsApplyWithServerSideDryRun(t *testing.T)
 	require.ElementsMatch(t, []string{"miniclusters.flux-framework.org", "memberclusters.fluxfed.io"}, crds,
 		"the hub serves MiniClusters and registers members as MemberClusters")
 	accessObjs := kustomize(t, "member-access")
+	require.Equal(t, map[string]int{"Namespace": 1, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1},
+		kindsOf(accessObjs), "no token that never expires unless asked for")
+	withToken := kustomize(t, "member-access-token")
 	require.Equal(t, map[string]int{"Namespace": 1, "ServiceAccount": 1, "Secret": 1, "ClusterRole": 1, "ClusterRoleBinding": 1},
-		kindsOf(accessObjs))
+		kindsOf(withToken), "asked for, the token Secret")
 
 	env := testenv.Start(t)
 	ctx := context.Background()

@@ -93,7 +93,7 @@ func TestMemberClusterSchema(t *testing.T) {
 		{name: "listed without names", namespaces: listed(), field: "spec.namespaces.names", says: "when allow is Listed"},
 		{name: "names with mirror", namespaces: fedv1alpha1.MemberNamespaces{Allow: fedv1alpha1.NamespaceAllowMirror, Names: []fedv1alpha1.MemberNamespaceName{"team-a"}},
 			field: "spec.namespaces.names", says: "and only then"},
-		{name: "an unknown allow", namespaces: fedv1alpha1.MemberNamespaces{Allow: "Any"}, field: "spec.namespaces.allow"},
+		{name: "an unknown allow", namespaces: fedv1alpha1.MemberNamespaces{Allow: "Every"}, field: "spec.namespaces.allow"},
 		{name: "allow in lower case", namespaces: fedv1alpha1.MemberNamespaces{Allow: "listed", Names: []fedv1alpha1.MemberNamespaceName{"a"}}, field: "spec.namespaces.allow"},
 		{name: "kube-system", namespaces: listed("team-a", "kube-system"), field: "spec.namespaces.names[1]", says: reserved},
 		{name: "kube-public", namespaces: listed("kube-public"), field: "spec.namespaces.names[0]", says: reserved},
