@@ -74,7 +74,7 @@ func (r *Reconciler) push(ctx context.Context, root *fluxv1alpha2.MiniCluster, f
 				o.Err, o.ErrReason, ok = err, policyReason(err), false
 				continue
 			}
-			child, err := r.pushChild(ctx, root, l, state.Cluster, mcl.Spec, children[o.Name], fed.cert, live)
+			child, err := r.pushChild(ctx, l, state.Cluster, mcl.Spec, children[o.Name], fed.cert, live)
 			o.Child = child
 			if err != nil {
 				o.Err, o.ErrReason, ok = err, classify(err), false
@@ -99,7 +99,7 @@ func syncKey(root *fluxv1alpha2.MiniCluster, member string) string {
 // Only what l records is changed: an object of the child's name that the hub did not create for
 // this root (someone else's MiniCluster, or one that forged the root's labels) is a Conflict,
 // left alone, and gets no certificate. What the hub creates is recorded in l at once.
-func (r *Reconciler) pushChild(ctx context.Context, root *fluxv1alpha2.MiniCluster, l *ledger, cl cluster.Cluster,
+func (r *Reconciler) pushChild(ctx context.Context, l *ledger, cl cluster.Cluster,
 	spec fedv1alpha1.MemberClusterSpec, child bursting.Child, cert []byte, live bool) (*fluxv1alpha2.MiniCluster, error) {
 	member := child.Cluster
 	owns := func(existing metav1.Object) bool { return l.owns(member, existing) }

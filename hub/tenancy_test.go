@@ -141,7 +141,7 @@ func testTheRootRecordsWhatTheHubCreated(t *testing.T, f *federation) {
 	got := f.root(t, root)
 	uids := map[string]string{}
 	for _, p := range got.Status.Pushed {
-		uids[p.Cluster+" "+p.Kind+" "+p.Namespace+"/"+p.Name] = string(p.UID)
+		uids[p.Cluster+" "+p.Kind+" "+p.Namespace+"/"+p.Name] = p.UID
 	}
 	for _, m := range []struct{ member, child string }{{"member-a", "burst-a"}, {"member-b", "burst-b"}} {
 		c := f.members[m.member].child(t, ns, m.child)
