@@ -5,14 +5,18 @@ package deploy
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fluxfed/fluxfed/e2e/testenv"
@@ -128,5 +132,63 @@ func TestHubAndMemberAccessKustomizationsApplyWithServerSideDryRun(t *testing.T)
 		err := env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()),
 			client.FieldOwner("deploy-test"), client.DryRunAll)
 		require.NoError(t, err, "%s %s", o.GetKind(), o.GetName())
+	}
+}
+
+// TestWhatTheHubMayDoOnAMember asks the API server of a member, as kubectl auth can-i would,
+// what the identity of deploy/member-access may do: what the hub needs, and nothing that would
+// let it run pods itself, grant permissions, or touch what it never pushes.
+func TestWhatTheHubMayDoOnAMember(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := context.Background()
+	require.NoError(t, env.ApplyDeploy(ctx, "member-access"))
+	cs, err := kubernetes.NewForConfig(env.Config)
+	require.NoError(t, err)
+	const hub = "system:serviceaccount:fluxfed-system:fluxfed-hub"
+	tests := []struct {
+		verb, group, resource, namespace, name string
+		allowed                                bool
+	}{
+		{"create", "flux-framework.org", "miniclusters", "research", "", true},
+		{"patch", "flux-framework.org", "miniclusters", "research", "burst-a", true},
+		{"delete", "flux-framework.org", "miniclusters", "research", "burst-a", true},
+		{"watch", "flux-framework.org", "miniclusters", "", "", true},
+		{"create", "", "secrets", "research", "", true},
+		{"delete", "", "secrets", "research", "burst-a-curve", true},
+		{"create", "", "namespaces", "", "", true},
+		{"get", "", "namespaces", "", "kube-system", true},
+		{"list", "", "nodes", "", "", true},
+		// Nothing it never does.
+		{"get", "", "namespaces", "", "research", false},
+		{"delete", "", "namespaces", "", "research", false},
+		{"patch", "", "namespaces", "", "research", false},
+		{"update", "", "secrets", "research", "burst-a-curve", false},
+		{"patch", "flux-framework.org", "miniclusters/status", "research", "burst-a", false},
+		{"create", "", "pods", "research", "", false},
+		{"create", "batch", "jobs", "research", "", false},
+		{"create", "", "pods/exec", "research", "", false},
+		{"create", "", "serviceaccounts/token", "kube-system", "default", false},
+		{"create", "rbac.authorization.k8s.io", "rolebindings", "research", "", false},
+		{"create", "rbac.authorization.k8s.io", "clusterrolebindings", "", "", false},
+		{"escalate", "rbac.authorization.k8s.io", "clusterroles", "", "", false},
+		{"impersonate", "", "serviceaccounts", "kube-system", "", false},
+		{"get", "", "configmaps", "kube-system", "", false},
+		{"delete", "", "nodes", "", "node-1", false},
+		{"create", "fluxfed.io", "memberclusters", "", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s %s/%s in %q named %q", tt.verb, tt.group, tt.resource, tt.namespace, tt.name), func(t *testing.T) {
+			resource, sub, _ := strings.Cut(tt.resource, "/")
+			review, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+				Spec: authorizationv1.SubjectAccessReviewSpec{
+					User:   hub,
+					Groups: []string{"system:serviceaccounts", "system:serviceaccounts:fluxfed-system", "system:authenticated"},
+					ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: tt.verb, Group: tt.group, Resource: resource,
+						Subresource: sub, Namespace: tt.namespace, Name: tt.name},
+				},
+			}, metav1.CreateOptions{})
+			require.NoError(t, err)
+			require.Equal(t, tt.allowed, review.Status.Allowed, "%s", review.Status.Reason)
+		})
 	}
 }
