@@ -102,6 +102,9 @@ func (a *Applier) Apply(ctx context.Context, desired *unstructured.Unstructured,
 		if UpToDate(current, desired) {
 			return current, nil
 		}
+		// The apply lands only on the object that was observed: one deleted and re-created by
+		// someone else since (a cache that has not caught up) fails the UID precondition.
+		desired.SetUID(current.GetUID())
 	}
 
 	ctrl.LoggerFrom(ctx).V(1).Info("Applying "+desired.GetKind(), "object", klog.KObj(desired))
@@ -167,6 +170,9 @@ func classify(name string, err error) error {
 	if !apierrors.IsInvalid(err) && !apierrors.IsBadRequest(err) {
 		return fmt.Errorf("applying %s: %w", name, err)
 	}
+	if replaced(err) {
+		return fmt.Errorf("applying %s: it was deleted and created again since it was read, so it was left alone: %w", name, err)
+	}
 	message := err.Error()
 	var status apierrors.APIStatus
 	if errors.As(err, &status) {
@@ -178,6 +184,21 @@ func classify(name string, err error) error {
 	}
 	return &Refusal{Reason: fluxv1alpha2.ReasonApplyFailed, Object: name, Err: err,
 		Message: "the API server refused it: " + message}
+}
+
+// replaced reports whether the API server refused an apply because the object's UID is not the
+// one the apply names: the object observed is gone, and another of its name is there.
+func replaced(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || status.Status().Details == nil {
+		return false
+	}
+	for _, c := range status.Status().Details.Causes {
+		if c.Field == "metadata.uid" {
+			return true
+		}
+	}
+	return false
 }
 
 // immutable reports whether the API server refused a change to a field it does not let change.

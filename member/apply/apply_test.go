@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -41,6 +42,7 @@ func TestApply(t *testing.T) {
 		{"drops what the desired state no longer has", testApplyDropsWhatTheDesiredStateNoLongerHas},
 		{"finds its own object outside the cache", testApplyFindsItsOwnObjectOutsideTheCache},
 		{"never touches what is not ours", testApplyNeverTouchesWhatIsNotOurs},
+		{"lands only on the object it observed", testApplyLandsOnlyOnTheObjectItObserved},
 		{"refusals carry their reason", testApplyRefusalsCarryTheirReason},
 	} {
 		t.Run(tt.name, func(t *testing.T) { tt.test(t, start(t, env)) })
@@ -335,4 +337,52 @@ func keys(m map[string]string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// staleReader is a client whose reads return what it held before: a cache that has not caught up.
+type staleReader struct {
+	client.Client
+	held client.Object
+}
+
+func (s staleReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	if key != client.ObjectKeyFromObject(s.held) {
+		return apierrors.NewNotFound(schema.GroupResource{}, key.Name)
+	}
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(mustUnstructured(s.held), obj)
+}
+
+func mustUnstructured(obj client.Object) map[string]any {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		panic(err)
+	}
+	return u
+}
+
+func testApplyLandsOnlyOnTheObjectItObserved(t *testing.T, h *harness) {
+	ctx := context.Background()
+	desired := h.configMap(map[string]any{"broker.toml": "ours"})
+	obj, err := h.apply(t, desired)
+	require.NoError(t, err)
+	ours := obj.DeepCopyObject().(client.Object)
+
+	// Someone deletes it and creates their own of the same name; the applier's cache still
+	// shows ours.
+	require.NoError(t, h.env.Client.Delete(ctx, ours))
+	theirs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: ours.GetName(), Namespace: h.ns}, Data: map[string]string{"password": "hunter2"}}
+	require.NoError(t, h.env.Client.Create(ctx, theirs))
+	stale := *h.applier
+	stale.Client = staleReader{Client: h.applier.Client, held: ours}
+	changed := h.configMap(map[string]any{"broker.toml": "changed"})
+	_, err = stale.Apply(ctx, changed, apply.ControlledBy(h.owner))
+	require.Error(t, err, "the apply did not land on their object")
+	var refusal *apply.Refusal
+	require.False(t, errors.As(err, &refusal), "a replaced object is retried, not a refusal: %v", err)
+	require.Contains(t, err.Error(), "deleted and created again since it was read")
+
+	got := &corev1.ConfigMap{}
+	require.NoError(t, h.env.Client.Get(ctx, client.ObjectKeyFromObject(theirs), got))
+	require.Equal(t, map[string]string{"password": "hunter2"}, got.Data)
+	require.Empty(t, got.OwnerReferences)
 }
