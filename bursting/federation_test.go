@@ -22,7 +22,7 @@ import (
 
 const rootCluster = "hub"
 
-var lead = bursting.Endpoint{Address: "192.0.2.10", Port: 30093}
+var lead = bursting.Endpoint{Address: "127.0.2.10", Port: 30093}
 
 // roots are root manifests as users write them; the test admits them as the hub's API server
 // would, so the plans start from what the hub really sees.

@@ -120,19 +120,19 @@ func TestNewLayout(t *testing.T) {
 		},
 		{
 			name: "child of a burst",
-			mc:   childOf(threeBursts(), "burst-2", "192.0.2.10", 31234),
+			mc:   childOf(threeBursts(), "burst-2", "127.0.2.10", 31234),
 			want: &Layout{
 				Hosts: []string{
-					"192.0.2.10", "flux-sample-1", "flux-sample-2",
+					"127.0.2.10", "flux-sample-1", "flux-sample-2",
 					"burst-0-0", "burst-0-1", "burst-0-2", "burst-0-3",
 					"burst-1-0",
 					"burst-2-0", "burst-2-1", "burst-2-2",
 				},
-				Hostlist:       "192.0.2.10,flux-sample-[1-2],burst-0-[0-3],burst-1-0,burst-2-[0-2]",
+				Hostlist:       "127.0.2.10,flux-sample-[1-2],burst-0-[0-3],burst-1-0,burst-2-[0-2]",
 				GlobalHostlist: "flux-sample-[0-2],burst-0-[0-3],burst-1-0,burst-2-[0-2]",
 				LocalStart:     8, LocalEnd: 11,
 				Parents:     map[int]int{4: 3, 5: 3, 6: 3, 9: 8, 10: 8},
-				LeadAddress: "192.0.2.10", LeadPort: 31234,
+				LeadAddress: "127.0.2.10", LeadPort: 31234,
 				Groups: []Group{
 					{Name: "flux-sample", Start: 0, End: 3},
 					{Name: "burst-0", Start: 3, End: 7},
@@ -331,13 +331,13 @@ func TestNewLayoutTopology(t *testing.T) {
 		{name: "minimalService with the default tree", mc: with(threeBursts(), func(mc *fluxv1alpha2.MiniCluster) {
 			mc.Spec.Flux.MinimalService = true
 		}), parents: []int{-1, 0, 0, 0, 3, 3, 3, 0, 0, 8, 8}},
-		{name: "minimalService on a child with the default tree", mc: with(childOf(threeBursts(), "burst-0", "192.0.2.1", 0), func(mc *fluxv1alpha2.MiniCluster) {
+		{name: "minimalService on a child with the default tree", mc: with(childOf(threeBursts(), "burst-0", "127.0.2.1", 0), func(mc *fluxv1alpha2.MiniCluster) {
 			mc.Spec.Flux.MinimalService = true
 		}), parents: []int{-1, 0, 0, 0, 3, 3, 3, 0, 0, 8, 8}},
 
 		{name: "kary:2 puts a burst broker under a root pod", mc: rootAndBurst("kary:2"),
 			wantErr: `spec.flux.topology "kary:2": rank 3 (x-1) would have parent rank 1 (r-1), which runs in the root MiniCluster r while the broker runs in burst x (cluster m)`},
-		{name: "kary:1 on the child side", mc: childOf(rootAndBurst("kary:1"), "x", "192.0.2.1", 0),
+		{name: "kary:1 on the child side", mc: childOf(rootAndBurst("kary:1"), "x", "127.0.2.1", 0),
 			wantErr: `spec.flux.topology "kary:1": rank 2 (x-0) would have parent rank 1 (r-1), which runs in the root MiniCluster r while the broker runs in burst x;`},
 		{name: "binomial puts a burst broker under a root pod", mc: with(miniCluster("r", 3, 0,
 			fluxv1alpha2.Burst{Name: "x", Size: 2, Cluster: "m"}), func(mc *fluxv1alpha2.MiniCluster) {
@@ -419,13 +419,13 @@ func TestNewLayoutErrors(t *testing.T) {
 			want: "more than the 65536 fluxfed supports", errType: &SpecError{}},
 		{name: "too many hosts with bursts", mc: miniCluster("a", 1, 0, fluxv1alpha2.Burst{Name: "b", Size: MaxHosts}),
 			want: "the instance would have 65537 hosts", errType: &SpecError{}},
-		{name: "child not named after an entry", mc: with(childOf(threeBursts(), "burst-0", "192.0.2.1", 0), func(mc *fluxv1alpha2.MiniCluster) {
+		{name: "child not named after an entry", mc: with(childOf(threeBursts(), "burst-0", "127.0.2.1", 0), func(mc *fluxv1alpha2.MiniCluster) {
 			mc.Name = "burst-9"
 		}), want: `spec.flux.bursting.clusters: no entry is named "burst-9"`, errType: &SpecError{}},
-		{name: "child larger than its entry", mc: with(childOf(threeBursts(), "burst-0", "192.0.2.1", 0), func(mc *fluxv1alpha2.MiniCluster) {
+		{name: "child larger than its entry", mc: with(childOf(threeBursts(), "burst-0", "127.0.2.1", 0), func(mc *fluxv1alpha2.MiniCluster) {
 			mc.Spec.MaxSize = 5
 		}), want: `spec.maxSize: 5 pods do not fit the 4 ranks of the spec.flux.bursting.clusters entry "burst-0"`, errType: &SpecError{}},
-		{name: "child smaller than its entry", mc: with(childOf(threeBursts(), "burst-0", "192.0.2.1", 0), func(mc *fluxv1alpha2.MiniCluster) {
+		{name: "child smaller than its entry", mc: with(childOf(threeBursts(), "burst-0", "127.0.2.1", 0), func(mc *fluxv1alpha2.MiniCluster) {
 			mc.Spec.Size = 2
 		}), errType: nil},
 		{name: "lead address with an underscore", mc: childOf(threeBursts(), "burst-0", "lead_broker", 0),
@@ -440,15 +440,15 @@ func TestNewLayoutErrors(t *testing.T) {
 			want: `has a label that starts or ends with '-': "-lead"`, errType: &HostError{}},
 		{name: "lead address colliding with a burst host", mc: childOf(threeBursts(), "burst-0", "burst-1-0", 0),
 			want: `spec.flux.bursting: host "burst-1-0" appears twice in the hosts (ranks 0 and 7)`, errType: &HostError{}},
-		{name: "lead port out of range", mc: childOf(threeBursts(), "burst-0", "192.0.2.1", 70000),
+		{name: "lead port out of range", mc: childOf(threeBursts(), "burst-0", "127.0.2.1", 70000),
 			want: "spec.flux.bursting.leadBroker.port: 70000 is not a TCP port", errType: &SpecError{}},
-		{name: "lead size 0", mc: with(childOf(threeBursts(), "burst-0", "192.0.2.1", 0), func(mc *fluxv1alpha2.MiniCluster) {
+		{name: "lead size 0", mc: with(childOf(threeBursts(), "burst-0", "127.0.2.1", 0), func(mc *fluxv1alpha2.MiniCluster) {
 			mc.Spec.Flux.Bursting.LeadBroker.Size = 0
 		}), want: "spec.flux.bursting.leadBroker.size: must be at least 1", errType: &SpecError{}},
-		{name: "lead name empty", mc: with(childOf(threeBursts(), "burst-0", "192.0.2.1", 0), func(mc *fluxv1alpha2.MiniCluster) {
+		{name: "lead name empty", mc: with(childOf(threeBursts(), "burst-0", "127.0.2.1", 0), func(mc *fluxv1alpha2.MiniCluster) {
 			mc.Spec.Flux.Bursting.LeadBroker.Name = ""
 		}), want: "spec.flux.bursting.leadBroker.name: is empty", errType: &SpecError{}},
-		{name: "lead name too long for its size", mc: with(childOf(threeBursts(), "burst-0", "192.0.2.1", 0), func(mc *fluxv1alpha2.MiniCluster) {
+		{name: "lead name too long for its size", mc: with(childOf(threeBursts(), "burst-0", "127.0.2.1", 0), func(mc *fluxv1alpha2.MiniCluster) {
 			mc.Spec.Flux.Bursting.LeadBroker.Name = long(62)
 		}), want: `spec.flux.bursting.leadBroker.name: host "` + long(62) + `-2" has a label longer than 63`, errType: &HostError{}},
 		{name: "custom hostlist that does not parse", mc: with(miniCluster("a", 1, 0), func(mc *fluxv1alpha2.MiniCluster) {
@@ -521,7 +521,7 @@ func FuzzNewLayout(f *testing.F) {
 			mc.Spec.Flux.Bursting.Clusters = []fluxv1alpha2.Burst{{Name: burst, Size: burstSize % 70}}
 		}
 		if child {
-			mc.Spec.Flux.Bursting.LeadBroker = &fluxv1alpha2.LeadBroker{Address: "192.0.2.1", Name: "lead", Size: 3}
+			mc.Spec.Flux.Bursting.LeadBroker = &fluxv1alpha2.LeadBroker{Address: "127.0.2.1", Name: "lead", Size: 3}
 		}
 		l, err := NewLayout(mc)
 		if err != nil {

@@ -147,9 +147,9 @@ func ValidateFederation(root *fluxv1alpha2.MiniCluster) error {
 	return err
 }
 
-// placeholderLead stands in for the lead endpoint when only the spec is validated. It is an
-// address of TEST-NET-1 (RFC 5737); pod hostnames have no dots, so it collides with none.
-var placeholderLead = Endpoint{Address: "192.0.2.1", Port: defaultLeadPort}
+// placeholderLead stands in for the lead endpoint when only the spec is validated; nothing dials
+// it. It is a loopback address; pod hostnames have no dots, so it collides with none.
+var placeholderLead = Endpoint{Address: "127.0.2.1", Port: defaultLeadPort}
 
 // newPlan plans root; a nil lead validates the spec with a placeholder endpoint.
 func newPlan(root *fluxv1alpha2.MiniCluster, lead *Endpoint, hub string) (*Plan, error) {

@@ -17,7 +17,7 @@ import (
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 )
 
-var testLead = Endpoint{Address: "192.0.2.10", Port: 30093}
+var testLead = Endpoint{Address: "127.0.2.10", Port: 30093}
 
 const testHub = "hub-a"
 
@@ -278,7 +278,7 @@ func TestChildMiniCluster(t *testing.T) {
 				MungeSecret:     "munge",
 				Environment:     map[string]string{"FLUX_X": "1"},
 				Bursting: fluxv1alpha2.Bursting{
-					LeadBroker: &fluxv1alpha2.LeadBroker{Address: "192.0.2.10", Port: 30093, Name: "lammps", Size: 4},
+					LeadBroker: &fluxv1alpha2.LeadBroker{Address: "127.0.2.10", Port: 30093, Name: "lammps", Size: 4},
 					Clusters:   []fluxv1alpha2.Burst{{Name: "gpu", Size: 3}, {Name: "spare", Size: 2}},
 				},
 			},
@@ -359,7 +359,7 @@ func TestNewPlanErrors(t *testing.T) {
 		errType any // nil: valid
 	}{
 		{name: "no MiniCluster", root: nil, want: "metadata: no MiniCluster given", errType: &SpecError{}},
-		{name: "a burst child as root", root: childOf(threeBursts(), "burst-0", "192.0.2.1", 30000),
+		{name: "a burst child as root", root: childOf(threeBursts(), "burst-0", "127.0.2.1", 30000),
 			want: "spec.flux.bursting.leadBroker: is set: a burst child joins another MiniCluster's instance", errType: &SpecError{}},
 		{name: "root without a namespace", root: pushed(func(mc *fluxv1alpha2.MiniCluster) { mc.Namespace = "" }),
 			want: "metadata.namespace: is empty", errType: &SpecError{}},
@@ -387,9 +387,9 @@ func TestNewPlanErrors(t *testing.T) {
 			}),
 			want: `the child MiniCluster of burst x: spec.flux.topology "binomial": rank 5 (x-3) would have parent rank 4 (x-2), which has no DNS name`, errType: &TopologyError{}},
 
-		{name: "port 0", root: pushed(none), lead: &Endpoint{Address: "192.0.2.10"},
-			want: "lead broker endpoint 192.0.2.10:0: the port must be 1-65535", errType: &EndpointError{}},
-		{name: "port too large", root: pushed(none), lead: &Endpoint{Address: "192.0.2.10", Port: 70000},
+		{name: "port 0", root: pushed(none), lead: &Endpoint{Address: "127.0.2.10"},
+			want: "lead broker endpoint 127.0.2.10:0: the port must be 1-65535", errType: &EndpointError{}},
+		{name: "port too large", root: pushed(none), lead: &Endpoint{Address: "127.0.2.10", Port: 70000},
 			want: "the port must be 1-65535", errType: &EndpointError{}},
 		{name: "IPv6 address", root: pushed(none), lead: &Endpoint{Address: "fd00::1", Port: 30000},
 			want: `lead broker endpoint fd00::1:30000: the address contains ':'`, errType: &EndpointError{}},
@@ -399,7 +399,7 @@ func TestNewPlanErrors(t *testing.T) {
 			want: "the address contains '_'", errType: &EndpointError{}},
 		{name: "address too long", root: pushed(none), lead: &Endpoint{Address: strings.Repeat("abcdefgh.", 29) + "x", Port: 30000},
 			want: "the address is longer than 253 characters", errType: &EndpointError{}},
-		{name: "IPv4 address out of range", root: pushed(none), lead: &Endpoint{Address: "192.0.2.300", Port: 30000},
+		{name: "IPv4 address out of range", root: pushed(none), lead: &Endpoint{Address: "127.0.2.300", Port: 30000},
 			want: "the address is not a valid IPv4 address", errType: &EndpointError{}},
 		{name: "IPv4 address too short", root: pushed(none), lead: &Endpoint{Address: "10.1.2", Port: 30000},
 			want: "the address is not a valid IPv4 address", errType: &EndpointError{}},
@@ -491,7 +491,7 @@ func TestAgree(t *testing.T) {
 		{name: "another lead size", child: childLayout(func(mc *fluxv1alpha2.MiniCluster) { mc.Spec.Flux.Bursting.LeadBroker.Size = 2 }),
 			want: "the child lists 12 hosts, the root 13"},
 		{name: "another port", child: childLayout(func(mc *fluxv1alpha2.MiniCluster) { mc.Spec.Flux.Bursting.LeadBroker.Port = 1 }),
-			want: "the child reaches rank 0 at 192.0.2.10:1"},
+			want: "the child reaches rank 0 at 127.0.2.10:1"},
 		{name: "another order", child: childLayout(func(mc *fluxv1alpha2.MiniCluster) {
 			b := mc.Spec.Flux.Bursting.Clusters
 			b[2], b[3] = b[3], b[2]
@@ -522,7 +522,7 @@ func TestAgree(t *testing.T) {
 // about the root or the endpoint must be typed, and every plan must have one child per burst
 // with a cluster, each agreeing with the root.
 func FuzzNewPlan(f *testing.F) {
-	f.Add("r", int32(2), int32(3), "x", int32(2), "m", "y", int32(1), "", "", "192.0.2.10", int32(30000), "")
+	f.Add("r", int32(2), int32(3), "x", int32(2), "m", "y", int32(1), "", "", "127.0.2.10", int32(30000), "")
 	f.Add("flux-sample", int32(1), int32(0), "0b", int32(4), "m", "y", int32(3), "m", "kary:0", "lead.example", int32(8050), "ns")
 	f.Add("r", int32(4), int32(0), "x", int32(3), "m", "x", int32(3), "n", "binomial", "fd00::1", int32(0), "")
 	f.Fuzz(func(t *testing.T, name string, size, maxSize int32, b1 string, s1 int32, c1, b2 string, s2 int32, c2, topo, address string, port int32, ns string) {

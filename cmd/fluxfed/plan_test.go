@@ -88,14 +88,14 @@ func TestPlanWritesAFederation(t *testing.T) {
 	example := filepath.Join(testenv.RepoRoot(), "examples", "bursting-root.yaml")
 	var stdout bytes.Buffer
 	require.NoError(t, run(context.Background(), []string{"plan", "-f", example, "--out", out,
-		"--lead-address", "192.0.2.10", "--lead-port", "30093"}, &stdout, &bytes.Buffer{}))
+		"--lead-address", "127.0.2.10", "--lead-port", "30093"}, &stdout, &bytes.Buffer{}))
 
 	summary := stdout.String()
 	for _, want := range []string{
 		"Hostlist:  bursting-root-[0-1],burst-a-[0-2],burst-b-[0-1]",
-		"Children the hub pushes (their brokers reach rank 0 at 192.0.2.10:30093):",
-		"burst-a  member-a  default    3     2-4    192.0.2.10,bursting-root-1,burst-a-[0-2],burst-b-[0-1]",
-		"burst-b  member-b  default    2     5-6    192.0.2.10,bursting-root-1,burst-a-[0-2],burst-b-[0-1]",
+		"Children the hub pushes (their brokers reach rank 0 at 127.0.2.10:30093):",
+		"burst-a  member-a  default    3     2-4    127.0.2.10,bursting-root-1,burst-a-[0-2],burst-b-[0-1]",
+		"burst-b  member-b  default    2     5-6    127.0.2.10,bursting-root-1,burst-a-[0-2],burst-b-[0-1]",
 		"Wrote 7 host folders (2 of the root, 5 of 2 children)",
 	} {
 		require.Contains(t, summary, want)
@@ -126,7 +126,7 @@ func TestPlanWritesAFederation(t *testing.T) {
 		require.Equal(t, host+"\n", string(read("hostname")))
 		hostlist := "bursting-root-[0-1],burst-a-[0-2],burst-b-[0-1]\n"
 		if cluster != "hub" {
-			hostlist = "192.0.2.10,bursting-root-1,burst-a-[0-2],burst-b-[0-1]\n"
+			hostlist = "127.0.2.10,bursting-root-1,burst-a-[0-2],burst-b-[0-1]\n"
 		}
 		require.Equal(t, hostlist, string(read("hostlist")), host)
 		configs = append(configs, fluxcheck.HostConfig{Hostname: host, BrokerTOML: read("broker.toml"), CurveCert: read("curve.cert"), Cluster: cluster})
@@ -137,7 +137,7 @@ func TestPlanWritesAFederation(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 2, strings.Count(string(children), "kind: MiniCluster\n"))
 	for _, want := range []string{"# member cluster: member-a\n", "name: burst-a\n", "fluxfed.io/origin-name: bursting-root\n",
-		"fluxfed.io/origin-hub: fluxfed\n", "address: 192.0.2.10\n", "port: 30093\n"} {
+		"fluxfed.io/origin-hub: fluxfed\n", "address: 127.0.2.10\n", "port: 30093\n"} {
 		require.Contains(t, string(children), want)
 	}
 	require.NotContains(t, string(children), "  cluster: ", "a child's clusters list names no cluster")
@@ -158,7 +158,7 @@ func TestPlanWithoutALeadEndpointSaysWhatIsMissing(t *testing.T) {
 
 	// A root without bursts to push has nothing to say about children, lead endpoint or not.
 	reserved := filepath.Join(testenv.RepoRoot(), "examples", "bursting-reserved.yaml")
-	for _, args := range [][]string{{}, {"--lead-address", "192.0.2.10"}} {
+	for _, args := range [][]string{{}, {"--lead-address", "127.0.2.10"}} {
 		stdout.Reset()
 		require.NoError(t, run(context.Background(), append([]string{"plan", "-f", reserved}, args...), &stdout, &bytes.Buffer{}))
 		require.NotContains(t, stdout.String(), "Children")
@@ -177,7 +177,7 @@ spec:
   containers: [{image: rockylinux:9}]
   flux:
     bursting:
-      leadBroker: {address: 192.0.2.10, name: bursting-root, size: 2, port: 30093}
+      leadBroker: {address: 127.0.2.10, name: bursting-root, size: 2, port: 30093}
       clusters: [{name: burst-a, size: 3}, {name: burst-b, size: 2}]
 `), 0o644))
 	brokerConfig := filepath.Join(dir, "broker-config.yaml")
@@ -200,12 +200,12 @@ spec:
 		err   string // expected error otherwise
 	}{
 		{name: "port without address", args: []string{"-f", example, "--lead-port", "30093"}, usage: "--lead-port needs --lead-address"},
-		{name: "port out of range", args: []string{"-f", example, "--lead-address", "192.0.2.10", "--lead-port", "70000"}, usage: "--lead-port 70000 is not a TCP port"},
+		{name: "port out of range", args: []string{"-f", example, "--lead-address", "127.0.2.10", "--lead-port", "70000"}, usage: "--lead-port 70000 is not a TCP port"},
 		{name: "IPv6 address", args: []string{"-f", example, "--lead-address", "fd00::1"},
 			err: "MiniCluster bursting-root cannot burst: lead broker endpoint fd00::1:8050: the address contains ':'"},
 		{name: "address of a burst host", args: []string{"-f", example, "--lead-address", "burst-b-1"},
 			err: "the address is also the hostname of rank 6"},
-		{name: "a burst child", args: []string{"-f", child, "--lead-address", "192.0.2.10"},
+		{name: "a burst child", args: []string{"-f", child, "--lead-address", "127.0.2.10"},
 			err: "MiniCluster burst-a is a burst child (spec.flux.bursting.leadBroker is set)"},
 		{name: "a federation that cannot work, without an endpoint", args: []string{"-f", brokerConfig},
 			err: "MiniCluster r cannot burst: spec.flux.brokerConfig: cannot be combined with bursts that name a cluster"},
@@ -226,5 +226,5 @@ spec:
 	// A burst child alone still plans as before.
 	var stdout bytes.Buffer
 	require.NoError(t, run(context.Background(), []string{"plan", "-f", child}, &stdout, &bytes.Buffer{}))
-	require.Contains(t, stdout.String(), "burst child of bursting-root (lead broker 192.0.2.10:30093)")
+	require.Contains(t, stdout.String(), "burst child of bursting-root (lead broker 127.0.2.10:30093)")
 }

@@ -18,7 +18,7 @@ func TestBurst(t *testing.T) {
 		root := v1alpha2test.MiniCluster("lammps").Namespace("research").Size(2).
 			Bursts(fluxv1alpha2.Burst{Name: "burst-a", Size: 2, Cluster: "member-a", Namespace: namespace}).
 			Spec(func(s *fluxv1alpha2.MiniClusterSpec) { s.Pod.HostPID = hostPID }).Obj()
-		p, err := bursting.NewPlan(root, bursting.Endpoint{Address: "192.0.2.10", Port: 30050}, "hub-a")
+		p, err := bursting.NewPlan(root, bursting.Endpoint{Address: "127.0.2.10", Port: 30050}, "hub-a")
 		require.NoError(t, err)
 		return p.Children[0]
 	}

@@ -23,7 +23,7 @@ func child(t *testing.T, change func(*fluxv1alpha2.MiniClusterSpec)) *fluxv1alph
 	t.Helper()
 	root := v1alpha2test.MiniCluster("lammps").Namespace("research").Size(2).
 		Burst("burst-a", 2, "member-a").Spec(change).Obj()
-	plan, err := bursting.NewPlan(root, bursting.Endpoint{Address: "192.0.2.10", Port: 30050}, "hub-a")
+	plan, err := bursting.NewPlan(root, bursting.Endpoint{Address: "127.0.2.10", Port: 30050}, "hub-a")
 	require.NoError(t, err)
 	require.Len(t, plan.Children, 1)
 	return plan.Children[0].MiniCluster
@@ -244,7 +244,7 @@ func TestPodSecurityMessageIsBounded(t *testing.T) {
 // rendering it and evaluating its pods.
 func BenchmarkPods(b *testing.B) {
 	root := v1alpha2test.MiniCluster("lammps").Namespace("research").Size(2).Burst("burst-a", 2, "member-a").Obj()
-	plan, err := bursting.NewPlan(root, bursting.Endpoint{Address: "192.0.2.10", Port: 30050}, "hub-a")
+	plan, err := bursting.NewPlan(root, bursting.Endpoint{Address: "127.0.2.10", Port: 30050}, "hub-a")
 	require.NoError(b, err)
 	mc := plan.Children[0].MiniCluster
 	for b.Loop() {

@@ -67,13 +67,13 @@ func TestLimiterGreetsAnEndpointOncePerInterval(t *testing.T) {
 		port    int32
 		want    int // greetings of the endpoint so far
 	}{
-		{address: "192.0.2.1", port: 30001, want: 1},
-		{address: "192.0.2.1", port: 30001, want: 1},                           // at once again: the last result
-		{advance: 9 * time.Second, address: "192.0.2.1", port: 30001, want: 1}, // within the interval
-		{address: "192.0.2.2", port: 30001, want: 1},                           // another host: its own interval
-		{address: "192.0.2.1", port: 30002, want: 1},                           // another port: another endpoint
-		{advance: time.Second, address: "192.0.2.1", port: 30001, want: 2},     // an interval later
-		{advance: time.Second, address: "192.0.2.1", port: 30001, want: 2},
+		{address: "127.0.2.1", port: 30001, want: 1},
+		{address: "127.0.2.1", port: 30001, want: 1},                           // at once again: the last result
+		{advance: 9 * time.Second, address: "127.0.2.1", port: 30001, want: 1}, // within the interval
+		{address: "127.0.2.2", port: 30001, want: 1},                           // another host: its own interval
+		{address: "127.0.2.1", port: 30002, want: 1},                           // another port: another endpoint
+		{advance: time.Second, address: "127.0.2.1", port: 30001, want: 2},     // an interval later
+		{advance: time.Second, address: "127.0.2.1", port: 30001, want: 2},
 	}
 	for i, s := range steps {
 		clock.Add(s.advance)
@@ -95,14 +95,14 @@ func TestLimiterSharesAGreetingUnderWay(t *testing.T) {
 	greet := NewLimiter(time.Second, clock.Now).Limit(slow)
 
 	first := make(chan error)
-	go func() { first <- greet(context.Background(), "192.0.2.1", 30001) }()
+	go func() { first <- greet(context.Background(), "127.0.2.1", 30001) }()
 	<-started
 	// Even an interval later, a greeting still under way is not started again: a caller waits
 	// for it, and stops waiting when its context ends.
 	clock.Add(time.Hour)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	err := greet(ctx, "192.0.2.1", 30001)
+	err := greet(ctx, "127.0.2.1", 30001)
 	require.ErrorIs(t, err, context.Canceled)
 	require.ErrorIs(t, err, ErrUnreachable)
 
@@ -117,11 +117,11 @@ func TestLimiterForgetsOldEndpoints(t *testing.T) {
 	l := NewLimiter(0, clock.Now)
 	require.Equal(t, DefaultInterval, l.interval)
 	greet := l.Limit(g.greet)
-	for _, address := range []string{"192.0.2.1", "192.0.2.2", "192.0.2.3"} {
+	for _, address := range []string{"127.0.2.1", "127.0.2.2", "127.0.2.3"} {
 		_ = greet(context.Background(), address, 30001)
 	}
 	require.Len(t, l.last, 3)
 	clock.Add(DefaultInterval)
-	_ = greet(context.Background(), "192.0.2.4", 30001)
+	_ = greet(context.Background(), "127.0.2.4", 30001)
 	require.Len(t, l.last, 1, "only the endpoint greeted within the interval is kept")
 }

@@ -102,7 +102,7 @@ func validManifests(t *testing.T) map[string][]byte {
 
 	out["nulls are defaulted"] = []byte(manifest("nulls-are-defaulted", "size: null\ntasks: null\nflux: {logLevel: null, scheduler: null}\n"+v1alpha2test.OneContainer))
 	out["status is dropped"] = []byte(manifest("status-is-dropped", "size: 3\n"+v1alpha2test.OneContainer) + "status: {size: 3, ready: 3}\n")
-	out["lead broker port"] = []byte(manifest("lead-broker-port", v1alpha2test.OneContainer+"flux:\n  bursting:\n    leadBroker: {name: root, address: 192.0.2.10, size: 2}\n"))
+	out["lead broker port"] = []byte(manifest("lead-broker-port", v1alpha2test.OneContainer+"flux:\n  bursting:\n    leadBroker: {name: root, address: 127.0.2.10, size: 2}\n"))
 	out["quantities as numbers"] = []byte(manifest("quantities-as-numbers", "containers:\n- image: a\n  resources: {limits: {cpu: 2, memory: 1Gi}}\n"))
 	out["comment document first"] = []byte("# nothing here\n---\n" + manifest("comment-document-first", v1alpha2test.OneContainer))
 	return out

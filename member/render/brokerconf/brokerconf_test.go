@@ -93,7 +93,7 @@ func TestBrokerTOMLHosts(t *testing.T) {
 							require.Empty(t, e.Parent, "parent of %s", h)
 						}
 						if r == 0 && l.LeadAddress != "" {
-							require.Equal(t, "tcp://192.0.2.10:31050", e.Connect)
+							require.Equal(t, "tcp://127.0.2.10:31050", e.Connect)
 							require.Equal(t, "tcp://eth0:31050", e.Bind)
 						} else {
 							require.Empty(t, e.Connect+e.Bind, "bind and connect of %s", h)

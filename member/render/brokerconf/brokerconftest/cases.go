@@ -15,7 +15,7 @@ const RootCluster = "hub"
 
 // LeadAddress and LeadPort are where the fixtures' children reach the root's rank 0.
 const (
-	LeadAddress = "192.0.2.10"
+	LeadAddress = "127.0.2.10"
 	LeadPort    = 31050
 )
 
