@@ -24,6 +24,7 @@ import (
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/hub/members"
 	"github.com/fluxfed/fluxfed/internal/text"
+	"github.com/fluxfed/fluxfed/member/render/names"
 )
 
 // Reasons of the hub's events on a root.
@@ -230,7 +231,10 @@ func (r *Reconciler) deleteOnMembers(ctx context.Context, l *ledger, names []str
 				selected = append(selected, p)
 			}
 		}
-		deleted, err := r.deleteRecorded(ctx, member, selected, l)
+		deleted, gone, err := r.deleteRecorded(ctx, member, selected)
+		for _, p := range gone {
+			l.drop(p)
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		for _, child := range slices.Sorted(maps.Keys(deleted)) {
@@ -254,17 +258,18 @@ func (r *Reconciler) deleteOnMembers(ctx context.Context, l *ledger, names []str
 }
 
 // deleteRecorded deletes the recorded objects on member, each only if it still has its recorded
-// UID, and forgets in l those that are gone. It returns what it deleted by child
-// ("namespace/child").
-func (r *Reconciler) deleteRecorded(ctx context.Context, member string, objects []fluxv1alpha2.PushedObject, l *ledger) (map[string][]string, error) {
+// UID. It returns what it deleted by child ("namespace/child"), and the objects that are gone
+// now (deleted, or not there any more), which the caller forgets.
+func (r *Reconciler) deleteRecorded(ctx context.Context, member string, objects []fluxv1alpha2.PushedObject) (map[string][]string, []fluxv1alpha2.PushedObject, error) {
 	if len(objects) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	s := r.members.State(ctx, member)
 	if s.Cluster == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	deleted := map[string][]string{}
+	var gone []fluxv1alpha2.PushedObject
 	var failed []error
 	for _, p := range objects {
 		obj := recordedObject(p)
@@ -280,9 +285,9 @@ func (r *Reconciler) deleteRecorded(ctx context.Context, member string, objects 
 			failed = append(failed, fmt.Errorf("deleting %s: %w", describe(obj), err))
 			continue
 		}
-		l.forget(member, obj)
+		gone = append(gone, p)
 	}
-	return deleted, errors.Join(failed...)
+	return deleted, gone, errors.Join(failed...)
 }
 
 // recordedObject returns an object that names p, with its recorded UID.
@@ -303,29 +308,26 @@ func (r *Reconciler) Sweep(ctx context.Context) ([]string, error) {
 	if err := r.client.List(ctx, &list); err != nil {
 		return nil, fmt.Errorf("listing the MemberClusters: %w", err)
 	}
-	orphans := newLedger(nil)
+	orphans := map[string][]fluxv1alpha2.PushedObject{}
 	for _, mcl := range list.Items {
 		for _, o := range mcl.Status.Orphans {
-			orphans.add(fluxv1alpha2.PushedObject{Cluster: mcl.Name, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, UID: o.UID})
+			orphans[mcl.Name] = append(orphans[mcl.Name], fluxv1alpha2.PushedObject{Cluster: mcl.Name, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, UID: o.UID})
 		}
 	}
-	if orphans.len() == 0 {
+	if len(orphans) == 0 {
 		return nil, nil
 	}
 	var mu sync.Mutex
 	var deleted []string
 	errs := r.forEachMember(ctx, r.reachable(), func(ctx context.Context, member string) error {
-		recorded := orphans.on(member)
-		d, err := r.deleteRecorded(ctx, member, recorded, orphans)
-		gone := map[fedv1alpha1.OrphanObject]bool{}
-		for _, p := range recorded {
-			if !slices.Contains(orphans.on(member), p) {
-				gone[fedv1alpha1.OrphanObject{Kind: p.Kind, Namespace: p.Namespace, Name: p.Name, UID: p.UID}] = true
-			}
-		}
+		d, gone, err := r.deleteRecorded(ctx, member, orphans[member])
 		if len(gone) > 0 {
+			forgotten := map[fedv1alpha1.OrphanObject]bool{}
+			for _, p := range gone {
+				forgotten[fedv1alpha1.OrphanObject{Kind: p.Kind, Namespace: p.Namespace, Name: p.Name, UID: p.UID}] = true
+			}
 			err = errors.Join(err, r.updateOrphans(ctx, member, func(current []fedv1alpha1.OrphanObject) []fedv1alpha1.OrphanObject {
-				return slices.DeleteFunc(slices.Clone(current), func(o fedv1alpha1.OrphanObject) bool { return gone[o] })
+				return slices.DeleteFunc(slices.Clone(current), func(o fedv1alpha1.OrphanObject) bool { return forgotten[o] })
 			}))
 		}
 		mu.Lock()
@@ -350,7 +352,7 @@ func (r *Reconciler) Sweep(ctx context.Context) ([]string, error) {
 // itself, or the one whose CURVE Secret it is.
 func childNameOf(p fluxv1alpha2.PushedObject) string {
 	if p.Kind == "Secret" {
-		return strings.TrimSuffix(p.Name, "-curve")
+		return strings.TrimSuffix(p.Name, names.CurveSecretSuffix)
 	}
 	return p.Name
 }

@@ -62,19 +62,14 @@ func (l *ledger) record(member string, obj metav1.Object) {
 	l.entries[keyOf(member, obj)] = string(obj.GetUID())
 }
 
-// add records p, from another ledger.
-func (l *ledger) add(p fluxv1alpha2.PushedObject) {
+// drop forgets p, once it is deleted or known to be gone, unless another UID was recorded for
+// its name since.
+func (l *ledger) drop(p fluxv1alpha2.PushedObject) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.entries[ledgerKey{p.Cluster, p.Kind, p.Namespace, p.Name}] = p.UID
-}
-
-// forget drops obj on member, once it is deleted, or known to be gone.
-func (l *ledger) forget(member string, obj metav1.Object) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if uid, ok := l.entries[keyOf(member, obj)]; ok && uid == string(obj.GetUID()) {
-		delete(l.entries, keyOf(member, obj))
+	key := ledgerKey{p.Cluster, p.Kind, p.Namespace, p.Name}
+	if uid, ok := l.entries[key]; ok && uid == p.UID {
+		delete(l.entries, key)
 	}
 }
 
@@ -102,13 +97,6 @@ func (l *ledger) list() []fluxv1alpha2.PushedObject {
 			cmp.Compare(a.Name, b.Name), cmp.Compare(a.Kind, b.Kind))
 	})
 	return out
-}
-
-// len returns the number of entries.
-func (l *ledger) len() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.entries)
 }
 
 // ledgerOf returns root's ledger: the one kept since the last reconcile, else the one its status

@@ -49,26 +49,23 @@ func TestLedgerOwnsOnlyWhatItRecorded(t *testing.T) {
 	require.True(t, l.owns("member-a", child("research", "burst-a", "uid-5")))
 	require.False(t, l.owns("member-a", child("research", "burst-a", "uid-1")))
 	// Forgetting an object that is not the recorded one changes nothing.
-	l.forget("member-a", child("research", "burst-a", "uid-1"))
+	l.drop(fluxv1alpha2.PushedObject{Cluster: "member-a", Kind: "MiniCluster", Namespace: "research", Name: "burst-a", UID: "uid-1"})
 	require.True(t, l.owns("member-a", child("research", "burst-a", "uid-5")))
-	l.forget("member-a", child("research", "burst-a", "uid-5"))
+	l.drop(fluxv1alpha2.PushedObject{Cluster: "member-a", Kind: "MiniCluster", Namespace: "research", Name: "burst-a", UID: "uid-5"})
 	require.Equal(t, []fluxv1alpha2.PushedObject{
 		{Cluster: "member-a", Kind: "Secret", Namespace: "research", Name: "burst-a-curve", UID: "uid-2"},
 	}, l.list())
 	require.Empty(t, l.on("member-b"))
-	require.Equal(t, 1, l.len())
+	require.Len(t, l.list(), 1)
 }
 
 func TestLedgerListIsStable(t *testing.T) {
-	l := newLedger(nil)
-	for _, p := range []fluxv1alpha2.PushedObject{
+	l := newLedger([]fluxv1alpha2.PushedObject{
 		{Cluster: "member-b", Kind: "Secret", Namespace: "n", Name: "x-curve", UID: "4"},
 		{Cluster: "member-a", Kind: "Secret", Namespace: "n", Name: "x-curve", UID: "2"},
 		{Cluster: "member-b", Kind: "MiniCluster", Namespace: "n", Name: "x", UID: "3"},
 		{Cluster: "member-a", Kind: "MiniCluster", Namespace: "n", Name: "x", UID: "1"},
-	} {
-		l.add(p)
-	}
+	})
 	var uids []string
 	for _, p := range l.list() {
 		uids = append(uids, p.UID)

@@ -40,7 +40,10 @@ const DefaultBrokerPort = 8050
 func JobName(mc *fluxv1alpha2.MiniCluster) string { return mc.Name }
 
 // CurveSecretName returns the name of the Secret holding the CURVE certificate.
-func CurveSecretName(mc *fluxv1alpha2.MiniCluster) string { return mc.Name + "-curve" }
+func CurveSecretName(mc *fluxv1alpha2.MiniCluster) string { return mc.Name + CurveSecretSuffix }
+
+// CurveSecretSuffix ends the name of every CURVE Secret: the MiniCluster's name comes before it.
+const CurveSecretSuffix = "-curve"
 
 // ConfigMapName returns the name of the ConfigMap holding broker.toml and the hostlist.
 func ConfigMapName(mc *fluxv1alpha2.MiniCluster) string { return mc.Name + "-flux-config" }
