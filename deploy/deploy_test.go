@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -176,19 +178,27 @@ func TestWhatTheHubMayDoOnAMember(t *testing.T) {
 		{"delete", "", "nodes", "", "node-1", false},
 		{"create", "fluxfed.io", "memberclusters", "", "", false},
 	}
+	review := func(t require.TestingT, verb, group, resource, namespace, name string) *authorizationv1.SubjectAccessReview {
+		resource, sub, _ := strings.Cut(resource, "/")
+		r, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+			Spec: authorizationv1.SubjectAccessReviewSpec{
+				User:   hub,
+				Groups: []string{"system:serviceaccounts", "system:serviceaccounts:fluxfed-system", "system:authenticated"},
+				ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Group: group, Resource: resource,
+					Subresource: sub, Namespace: namespace, Name: name},
+			},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		return r
+	}
+	// The authorizer learns of the binding from a watch: wait until it has.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.True(c, review(c, "list", "", "nodes", "", "").Status.Allowed)
+	}, 10*time.Second, 50*time.Millisecond)
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%s %s/%s in %q named %q", tt.verb, tt.group, tt.resource, tt.namespace, tt.name), func(t *testing.T) {
-			resource, sub, _ := strings.Cut(tt.resource, "/")
-			review, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
-				Spec: authorizationv1.SubjectAccessReviewSpec{
-					User:   hub,
-					Groups: []string{"system:serviceaccounts", "system:serviceaccounts:fluxfed-system", "system:authenticated"},
-					ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: tt.verb, Group: tt.group, Resource: resource,
-						Subresource: sub, Namespace: tt.namespace, Name: tt.name},
-				},
-			}, metav1.CreateOptions{})
-			require.NoError(t, err)
-			require.Equal(t, tt.allowed, review.Status.Allowed, "%s", review.Status.Reason)
+			r := review(t, tt.verb, tt.group, tt.resource, tt.namespace, tt.name)
+			require.Equal(t, tt.allowed, r.Status.Allowed, "%s", r.Status.Reason)
 		})
 	}
 }
