@@ -168,6 +168,11 @@ func runs(pid int, path string) bool {
 		return false
 	}
 	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	// A process that has just been exec'd shows an empty command line for a moment.
+	for deadline := time.Now().Add(time.Second); err == nil && len(cmdline) == 0 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+		cmdline, err = os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	}
 	if err != nil {
 		return !procMounted()
 	}
