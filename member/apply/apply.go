@@ -9,6 +9,13 @@
 //   - every field of the desired object has its value in the observed one: nobody else changed a
 //     field fluxfed owns since (a hand-edited ConfigMap key, a scaled child).
 //
+// Nothing is ever written to an object fluxfed did not observe to be its own. An object that was
+// not found is created, which the API server refuses if one of its name appeared since it was
+// read; that one is then judged as any other found. An apply names the UID it observed, so it
+// never lands on an object deleted and created again since. A create records the field owner's
+// claim as an update's; it is turned into an apply's at once (or, if that fails, before the next
+// apply), so that a field later dropped from the desired state is dropped from the object too.
+//
 // A refusal that waits for someone else (an object of the same name that is not ours) or that
 // only a change of spec can lift (invalid, immutable) is a *Refusal carrying the condition
 // reason, so callers report it without parsing error text.
@@ -29,6 +36,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/util/csaupgrade"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -90,22 +100,36 @@ func (a *Applier) Apply(ctx context.Context, desired *unstructured.Unstructured,
 		return nil, err
 	}
 	name := Describe(desired)
-	current, err := a.observe(ctx, desired)
+	current, err := a.observe(ctx, desired, a.LiveOnly)
 	if err != nil {
 		return nil, err
 	}
-	if current != nil {
-		if !owns(current) {
-			return nil, &Refusal{Reason: fluxv1alpha2.ReasonConflict, Object: name,
-				Message: "exists and is not fluxfed's: fluxfed does not change or delete it; delete or rename it, or give fluxfed's its own name"}
+	if current == nil {
+		created, err := a.create(ctx, desired)
+		if !apierrors.IsAlreadyExists(err) {
+			return created, err
 		}
-		if UpToDate(current, desired) {
-			return current, nil
+		// Someone created it since it was read: it is judged as found, read where it surely is.
+		if current, err = a.observe(ctx, desired, true); err != nil {
+			return nil, err
 		}
-		// The apply lands only on the object that was observed: one deleted and re-created by
-		// someone else since (a cache that has not caught up) fails the UID precondition.
-		desired.SetUID(current.GetUID())
+		if current == nil {
+			return nil, fmt.Errorf("creating %s: it appeared and was deleted again meanwhile; trying again", name)
+		}
 	}
+	if !owns(current) {
+		return nil, &Refusal{Reason: fluxv1alpha2.ReasonConflict, Object: name,
+			Message: "exists and is not fluxfed's: fluxfed does not change or delete it; delete or rename it, or give fluxfed's its own name"}
+	}
+	if UpToDate(current, desired) {
+		return current, nil
+	}
+	if err := a.claim(ctx, current); err != nil {
+		return nil, err
+	}
+	// The apply lands only on the object that was observed: one deleted and re-created by
+	// someone else since (a cache that has not caught up) fails the UID precondition.
+	desired.SetUID(current.GetUID())
 
 	ctrl.LoggerFrom(ctx).V(1).Info("Applying "+desired.GetKind(), "object", klog.KObj(desired))
 	if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired),
@@ -115,12 +139,53 @@ func (a *Applier) Apply(ctx context.Context, desired *unstructured.Unstructured,
 	return a.typed(desired)
 }
 
-// observe returns the object desired names as the cache holds it, else as the API server does;
-// nil when it does not exist.
-func (a *Applier) observe(ctx context.Context, desired *unstructured.Unstructured) (client.Object, error) {
+// create creates the object desired describes, failing with AlreadyExists if one of its name
+// exists, and returns it as stored, its fields claimed as applied. A claim that fails is left to
+// the next apply: the object is created, and is ours.
+func (a *Applier) create(ctx context.Context, desired *unstructured.Unstructured) (client.Object, error) {
+	log := ctrl.LoggerFrom(ctx)
+	log.V(1).Info("Creating "+desired.GetKind(), "object", klog.KObj(desired))
+	u := desired.DeepCopy()
+	if err := a.Client.Create(ctx, u, client.FieldOwner(a.FieldOwner)); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return nil, err
+		}
+		return nil, classify(Describe(desired), err)
+	}
+	created, err := a.typed(u)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.claim(ctx, created); err != nil {
+		log.V(1).Info("The next apply claims the created object's fields", "object", klog.KObj(desired), "error", err.Error())
+	}
+	return created, nil
+}
+
+// claim turns the field owner's claim from an update (the create) into an apply, on obj as
+// observed, and updates obj: without it, the fields the create set would stay the owner's
+// through the update entry, and one dropped from the desired state would stay on the object.
+// An object already claimed costs no request.
+func (a *Applier) claim(ctx context.Context, current client.Object) error {
+	patch, err := csaupgrade.UpgradeManagedFieldsPatch(current, sets.New(a.FieldOwner), a.FieldOwner)
+	if err != nil || patch == nil {
+		return err
+	}
+	if err := a.Client.Patch(ctx, current, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(a.FieldOwner)); err != nil {
+		if apierrors.IsConflict(err) {
+			return fmt.Errorf("claiming the fields of %s as applied: it changed since it was read, so it was left alone: %w", Describe(current), err)
+		}
+		return fmt.Errorf("claiming the fields of %s as applied: %w", Describe(current), err)
+	}
+	return nil
+}
+
+// observe returns the object desired names as the cache holds it, else as the API server does
+// (with liveOnly, only as the API server does); nil when it does not exist.
+func (a *Applier) observe(ctx context.Context, desired *unstructured.Unstructured, liveOnly bool) (client.Object, error) {
 	key := client.ObjectKeyFromObject(desired)
 	readers := []client.Reader{a.Client, a.Live}
-	if a.LiveOnly {
+	if liveOnly {
 		readers = readers[1:]
 	}
 	for _, reader := range readers {

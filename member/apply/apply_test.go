@@ -43,6 +43,8 @@ func TestApply(t *testing.T) {
 		{"finds its own object outside the cache", testApplyFindsItsOwnObjectOutsideTheCache},
 		{"never touches what is not ours", testApplyNeverTouchesWhatIsNotOurs},
 		{"lands only on the object it observed", testApplyLandsOnlyOnTheObjectItObserved},
+		{"never writes to an object created since it was read", testApplyNeverWritesToAnObjectCreatedSinceItWasRead},
+		{"created objects are applied", testApplyCreatedObjectsAreApplied},
 		{"refusals carry their reason", testApplyRefusalsCarryTheirReason},
 	} {
 		t.Run(tt.name, func(t *testing.T) { tt.test(t, start(t, env)) })
@@ -58,6 +60,8 @@ type harness struct {
 	owner    *corev1.ConfigMap
 	mu       sync.Mutex
 	requests []string
+	// beforeWrite, when set, runs once before the next request that is not a read.
+	beforeWrite func()
 }
 
 func start(t *testing.T, env *testenv.Env) *harness {
@@ -72,7 +76,14 @@ func start(t *testing.T, env *testenv.Env) *harness {
 			if req.URL.Query().Get("watch") != "true" {
 				h.mu.Lock()
 				h.requests = append(h.requests, req.Method+" "+req.URL.Path)
+				hook := h.beforeWrite
+				if req.Method != http.MethodGet {
+					h.beforeWrite = nil
+				}
 				h.mu.Unlock()
+				if hook != nil && req.Method != http.MethodGet {
+					hook()
+				}
 			}
 			return rt.RoundTrip(req)
 		})
@@ -235,6 +246,65 @@ func testApplyNeverTouchesWhatIsNotOurs(t *testing.T, h *harness) {
 	require.Equal(t, map[string]string{"password": "s3cret"}, h.stored(t).Data)
 }
 
+// testApplyNeverWritesToAnObjectCreatedSinceItWasRead creates someone else's object of the
+// name between the applier's reads, which found nothing, and its first write.
+func testApplyNeverWritesToAnObjectCreatedSinceItWasRead(t *testing.T, h *harness) {
+	ctx := context.Background()
+	theirs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "flux-config", Namespace: h.ns, Labels: map[string]string{ours: "true"}},
+		Data: map[string]string{"password": "s3cret"}}
+	h.mu.Lock()
+	h.beforeWrite = func() { require.NoError(t, h.env.Client.Create(ctx, theirs)) }
+	h.mu.Unlock()
+
+	m := h.mark()
+	_, err := h.apply(t, h.configMap(map[string]any{"broker.toml": "a"}))
+	var refusal *apply.Refusal
+	require.True(t, errors.As(err, &refusal), "want a refusal, got %v", err)
+	require.Equal(t, fluxv1alpha2.ReasonConflict, refusal.Reason)
+	stored := h.stored(t)
+	require.Equal(t, theirs.ResourceVersion, stored.ResourceVersion, "the other ConfigMap was written to")
+	require.Equal(t, map[string]string{"password": "s3cret"}, stored.Data)
+	require.Empty(t, stored.OwnerReferences)
+	for _, r := range h.since(m) {
+		require.NotContains(t, r, "PATCH", "the applier patched an object it did not create")
+	}
+}
+
+// testApplyCreatedObjectsAreApplied checks that what a create set is the field owner's as an
+// apply's: a field dropped later is dropped from the object.
+func testApplyCreatedObjectsAreApplied(t *testing.T, h *harness) {
+	_, err := h.apply(t, h.configMap(map[string]any{"broker.toml": "a", "old": "x"}))
+	require.NoError(t, err)
+	var managers []string
+	for _, f := range h.stored(t).ManagedFields {
+		managers = append(managers, f.Manager+"/"+string(f.Operation))
+	}
+	require.Equal(t, []string{"fluxfed-test/Apply"}, managers, "the create is claimed as an apply")
+
+	_, err = h.apply(t, h.configMap(map[string]any{"broker.toml": "b"}))
+	require.NoError(t, err)
+	managers = nil
+	for _, f := range h.stored(t).ManagedFields {
+		managers = append(managers, f.Manager+"/"+string(f.Operation))
+	}
+	require.Equal(t, []string{"fluxfed-test/Apply"}, managers)
+	require.Equal(t, map[string]string{"broker.toml": "b"}, h.stored(t).Data)
+
+	// One created under the field owner whose claim was never turned (the claim after the
+	// create failed) is claimed before the next apply.
+	cm := h.stored(t)
+	require.NoError(t, h.env.Client.Delete(context.Background(), cm))
+	created := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: cm.Name, Namespace: cm.Namespace, Labels: cm.Labels,
+		OwnerReferences: cm.OwnerReferences}, Data: map[string]string{"broker.toml": "b", "old": "x"}}
+	require.NoError(t, h.env.Client.Create(context.Background(), created, client.FieldOwner("fluxfed-test")))
+	require.Eventually(t, func() bool {
+		_, err := h.apply(t, h.configMap(map[string]any{"broker.toml": "c"}))
+		require.NoError(t, err)
+		_, found := h.stored(t).Data["old"]
+		return !found && h.stored(t).Data["broker.toml"] == "c"
+	}, 10*time.Second, 20*time.Millisecond, "a key of the create stayed after it was dropped")
+}
+
 func testApplyRefusalsCarryTheirReason(t *testing.T, h *harness) {
 	job := func(image string) *unstructured.Unstructured {
 		j := &batchv1.Job{
@@ -379,7 +449,9 @@ func testApplyLandsOnlyOnTheObjectItObserved(t *testing.T, h *harness) {
 	require.Error(t, err, "the apply did not land on their object")
 	var refusal *apply.Refusal
 	require.False(t, errors.As(err, &refusal), "a replaced object is retried, not a refusal: %v", err)
-	require.Contains(t, err.Error(), "deleted and created again since it was read")
+	// Which request the API server refuses depends on whether the object observed was created or
+	// applied last: the claim of a created object names its resource version, an apply its UID.
+	require.Regexp(t, "deleted and created again since it was read|changed since it was read", err.Error())
 
 	got := &corev1.ConfigMap{}
 	require.NoError(t, h.env.Client.Get(ctx, client.ObjectKeyFromObject(theirs), got))
