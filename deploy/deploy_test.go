@@ -6,6 +6,7 @@ package deploy
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,10 +16,12 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fluxfed/fluxfed/e2e/testenv"
@@ -118,16 +121,19 @@ func TestHubAndMemberAccessKustomizationsApplyWithServerSideDryRun(t *testing.T)
 	require.ElementsMatch(t, []string{"miniclusters.flux-framework.org", "memberclusters.fluxfed.io"}, crds,
 		"the hub serves MiniClusters and registers members as MemberClusters")
 	accessObjs := kustomize(t, "member-access")
-	require.Equal(t, map[string]int{"Namespace": 1, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1},
-		kindsOf(accessObjs), "no token that never expires unless asked for")
+	require.Equal(t, map[string]int{"Namespace": 1, "ServiceAccount": 1, "ClusterRole": 2, "ClusterRoleBinding": 1},
+		kindsOf(accessObjs), "no token that never expires unless asked for, and no namespace lent")
 	withToken := kustomize(t, "member-access-token")
-	require.Equal(t, map[string]int{"Namespace": 1, "ServiceAccount": 1, "Secret": 1, "ClusterRole": 1, "ClusterRoleBinding": 1},
+	require.Equal(t, map[string]int{"Namespace": 1, "ServiceAccount": 1, "Secret": 1, "ClusterRole": 2, "ClusterRoleBinding": 1},
 		kindsOf(withToken), "asked for, the token Secret")
+	anyObjs := kustomize(t, "member-access-any")
+	require.Equal(t, map[string]int{"Namespace": 1, "ServiceAccount": 1, "ClusterRole": 3, "ClusterRoleBinding": 3},
+		kindsOf(anyObjs), "the whole member lent")
 
 	env := testenv.Start(t)
 	ctx := context.Background()
 	require.NoError(t, env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fluxfed-system"}}))
-	for _, o := range append(hubObjs, accessObjs...) {
+	for _, o := range append(hubObjs, anyObjs...) {
 		if o.GetKind() == "Namespace" || o.GetKind() == "CustomResourceDefinition" {
 			continue
 		}
@@ -138,8 +144,11 @@ func TestHubAndMemberAccessKustomizationsApplyWithServerSideDryRun(t *testing.T)
 }
 
 // TestWhatTheHubMayDoOnAMember asks the API server of a member, as kubectl auth can-i would,
-// what the identity of deploy/member-access may do: what the hub needs, and nothing that would
-// let it run pods itself, grant permissions, or touch what it never pushes.
+// what the identity of deploy/member-access may do: with nothing lent, only what makes it a
+// member; in a namespace its owner lent with the RoleBinding of docs/bursting.md, what the hub
+// needs there and nowhere else; with deploy/member-access-any, that in every namespace, and the
+// creation of namespaces. Never anything that would let it run pods itself, grant permissions,
+// or touch what it never pushes.
 func TestWhatTheHubMayDoOnAMember(t *testing.T) {
 	env := testenv.Start(t)
 	ctx := context.Background()
@@ -147,21 +156,17 @@ func TestWhatTheHubMayDoOnAMember(t *testing.T) {
 	cs, err := kubernetes.NewForConfig(env.Config)
 	require.NoError(t, err)
 	const hub = "system:serviceaccount:fluxfed-system:fluxfed-hub"
-	tests := []struct {
+	type check struct {
 		verb, group, resource, namespace, name string
 		allowed                                bool
-	}{
-		{"create", "flux-framework.org", "miniclusters", "research", "", true},
-		{"patch", "flux-framework.org", "miniclusters", "research", "burst-a", true},
-		{"delete", "flux-framework.org", "miniclusters", "research", "burst-a", true},
-		{"watch", "flux-framework.org", "miniclusters", "", "", true},
-		{"create", "", "secrets", "research", "", true},
-		{"delete", "", "secrets", "research", "burst-a-curve", true},
-		{"create", "", "namespaces", "", "", true},
+	}
+	// In every mode.
+	always := []check{
 		{"get", "", "namespaces", "", "kube-system", true},
 		{"list", "", "nodes", "", "", true},
-		// Nothing it never does.
+		{"create", "authorization.k8s.io", "selfsubjectaccessreviews", "", "", true},
 		{"get", "", "namespaces", "", "research", false},
+		{"list", "", "namespaces", "", "", false},
 		{"delete", "", "namespaces", "", "research", false},
 		{"patch", "", "namespaces", "", "research", false},
 		{"update", "", "secrets", "research", "burst-a-curve", false},
@@ -173,32 +178,91 @@ func TestWhatTheHubMayDoOnAMember(t *testing.T) {
 		{"create", "rbac.authorization.k8s.io", "rolebindings", "research", "", false},
 		{"create", "rbac.authorization.k8s.io", "clusterrolebindings", "", "", false},
 		{"escalate", "rbac.authorization.k8s.io", "clusterroles", "", "", false},
+		{"bind", "rbac.authorization.k8s.io", "clusterroles", "", "fluxfed-hub-burst", false},
 		{"impersonate", "", "serviceaccounts", "kube-system", "", false},
 		{"get", "", "configmaps", "kube-system", "", false},
 		{"delete", "", "nodes", "", "node-1", false},
 		{"create", "fluxfed.io", "memberclusters", "", "", false},
 	}
-	review := func(t require.TestingT, verb, group, resource, namespace, name string) *authorizationv1.SubjectAccessReview {
-		resource, sub, _ := strings.Cut(resource, "/")
+	// What the hub does in a namespace it is lent.
+	inside := func(ns string, allowed bool) []check {
+		return []check{
+			{"create", "flux-framework.org", "miniclusters", ns, "", allowed},
+			{"patch", "flux-framework.org", "miniclusters", ns, "burst-a", allowed},
+			{"delete", "flux-framework.org", "miniclusters", ns, "burst-a", allowed},
+			{"list", "flux-framework.org", "miniclusters", ns, "", allowed},
+			{"watch", "flux-framework.org", "miniclusters", ns, "", allowed},
+			{"create", "", "secrets", ns, "", allowed},
+			{"patch", "", "secrets", ns, "burst-a-curve", allowed},
+			{"delete", "", "secrets", ns, "burst-a-curve", allowed},
+			{"list", "", "secrets", ns, "", allowed},
+			{"watch", "", "secrets", ns, "", allowed},
+		}
+	}
+	review := func(t require.TestingT, c check) *authorizationv1.SubjectAccessReview {
+		resource, sub, _ := strings.Cut(c.resource, "/")
 		r, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
 			Spec: authorizationv1.SubjectAccessReviewSpec{
 				User:   hub,
 				Groups: []string{"system:serviceaccounts", "system:serviceaccounts:fluxfed-system", "system:authenticated"},
-				ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Group: group, Resource: resource,
-					Subresource: sub, Namespace: namespace, Name: name},
+				ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: c.verb, Group: c.group, Resource: resource,
+					Subresource: sub, Namespace: c.namespace, Name: c.name},
 			},
 		}, metav1.CreateOptions{})
 		require.NoError(t, err)
 		return r
 	}
-	// The authorizer learns of the binding from a watch: wait until it has.
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		require.True(c, review(c, "list", "", "nodes", "", "").Status.Allowed)
-	}, 10*time.Second, 50*time.Millisecond)
-	for _, tt := range tests {
-		t.Run(fmt.Sprintf("%s %s/%s in %q named %q", tt.verb, tt.group, tt.resource, tt.namespace, tt.name), func(t *testing.T) {
-			r := review(t, tt.verb, tt.group, tt.resource, tt.namespace, tt.name)
-			require.Equal(t, tt.allowed, r.Status.Allowed, "%s", r.Status.Reason)
-		})
+	// The authorizer learns of a binding from a watch: wait until it has.
+	settle := func(c check) {
+		require.EventuallyWithT(t, func(ct *assert.CollectT) {
+			require.Equal(ct, c.allowed, review(ct, c).Status.Allowed)
+		}, 10*time.Second, 50*time.Millisecond)
 	}
+	run := func(t *testing.T, checks []check) {
+		for _, c := range checks {
+			t.Run(fmt.Sprintf("%s %s/%s in %q named %q", c.verb, c.group, c.resource, c.namespace, c.name), func(t *testing.T) {
+				r := review(t, c)
+				require.Equal(t, c.allowed, r.Status.Allowed, "%s", r.Status.Reason)
+			})
+		}
+	}
+
+	// As applied: a member, and nothing lent.
+	settle(check{verb: "list", resource: "nodes", allowed: true})
+	t.Run("nothing lent", func(t *testing.T) {
+		run(t, slices.Concat(always, inside("research", false), inside("", false), inside("kube-system", false),
+			[]check{{"create", "", "namespaces", "", "", false}}))
+		// Impersonated, as the hub's requests are: a list of Secrets across the member fails.
+		as := rest.CopyConfig(env.Config)
+		as.Impersonate = rest.ImpersonationConfig{UserName: hub, Groups: []string{"system:serviceaccounts", "system:authenticated"}}
+		hubClient, err := kubernetes.NewForConfig(as)
+		require.NoError(t, err)
+		_, err = hubClient.CoreV1().Secrets("").List(ctx, metav1.ListOptions{})
+		require.True(t, apierrors.IsForbidden(err), "listing every Secret: %v", err)
+		_, err = hubClient.CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{})
+		require.NoError(t, err, "the cluster ID")
+	})
+
+	// The owner lends namespace research, as docs/bursting.md says.
+	require.NoError(t, env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "research"}}))
+	_, err = cs.RbacV1().RoleBindings("research").Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "fluxfed-hub-burst", Namespace: "research"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "fluxfed-hub-burst"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "fluxfed-system", Name: "fluxfed-hub"}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	settle(check{verb: "list", resource: "secrets", namespace: "research", allowed: true})
+	t.Run("research lent", func(t *testing.T) {
+		run(t, slices.Concat(always, inside("research", true), inside("payroll", false), inside("", false), inside("kube-system", false),
+			[]check{{"create", "", "namespaces", "", "", false}}))
+	})
+
+	// The whole member lent: RBAC cannot leave kube-system out of a ClusterRoleBinding, so the
+	// hub may read its Secrets too (its own code never bursts there).
+	require.NoError(t, env.ApplyDeploy(ctx, "member-access-any"))
+	settle(check{verb: "list", resource: "secrets", namespace: "payroll", allowed: true})
+	t.Run("everything lent", func(t *testing.T) {
+		run(t, slices.Concat(always, inside("research", true), inside("payroll", true), inside("", true), inside("kube-system", true),
+			[]check{{"create", "", "namespaces", "", "", true}}))
+	})
 }

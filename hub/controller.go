@@ -243,7 +243,7 @@ func (r *Reconciler) memberToRoots(ctx context.Context, obj client.Object) []mcr
 }
 
 // memberMoved passes the updates of a MemberCluster that matter to its roots: its readiness,
-// its identity or its spec, not a recorded heartbeat.
+// its identity, its spec or where the hub watches on it, not a recorded heartbeat.
 func memberMoved(e event.UpdateEvent) bool {
 	before, ok1 := e.ObjectOld.(*fedv1alpha1.MemberCluster)
 	after, ok2 := e.ObjectNew.(*fedv1alpha1.MemberCluster)
@@ -253,6 +253,8 @@ func memberMoved(e event.UpdateEvent) bool {
 	b := meta.FindStatusCondition(before.Status.Conditions, fedv1alpha1.ConditionReady)
 	a := meta.FindStatusCondition(after.Status.Conditions, fedv1alpha1.ConditionReady)
 	return before.Generation != after.Generation || before.Status.ClusterID != after.Status.ClusterID ||
+		!slices.Equal(before.Status.WatchedNamespaces, after.Status.WatchedNamespaces) ||
+		!slices.Equal(before.Status.DeniedNamespaces, after.Status.DeniedNamespaces) ||
 		(a == nil) != (b == nil) || (a != nil && (a.Status != b.Status || a.Reason != b.Reason))
 }
 

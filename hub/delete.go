@@ -41,8 +41,9 @@ const (
 	EventCleanupIncomplete = "CleanupIncomplete"
 )
 
-// removeStale deletes the children of root that its plan no longer has (a burst moved to another
-// member or namespace, or stopped naming a member) on the members it may reach now. The root's
+// removeStale deletes, on the members the hub may reach now, the children of root that its plan
+// no longer has (a burst moved to another member or namespace, or stopped naming a member) and
+// those the member's owner no longer allows (push marked their bursts Withdraw). The root's
 // ledger says what there is, so a settled root costs no request. A failed delete is returned, to
 // be retried.
 func (r *Reconciler) removeStale(ctx context.Context, root *fluxv1alpha2.MiniCluster, fed *federation, events *eventQueue) error {
@@ -53,8 +54,20 @@ func (r *Reconciler) removeStale(ctx context.Context, root *fluxv1alpha2.MiniClu
 	for _, c := range fed.plan.Children {
 		keep[c.Cluster+"/"+c.Namespace+"/"+c.Burst] = true
 	}
-	return r.deleteOnMembers(ctx, r.ledgerOf(root), r.reachable(), false, events, func(p fluxv1alpha2.PushedObject) bool {
-		return !keep[p.Cluster+"/"+p.Namespace+"/"+childNameOf(p)]
+	for _, o := range fed.bursts {
+		if o.Withdraw {
+			keep[o.Cluster+"/"+o.Namespace+"/"+o.Name] = false
+		}
+	}
+	return r.deleteOnMembers(ctx, r.ledgerOf(root), r.reachable(), false, events, func(p fluxv1alpha2.PushedObject) string {
+		k := p.Cluster + "/" + p.Namespace + "/" + childNameOf(p)
+		switch planned, found := keep[k]; {
+		case planned:
+			return ""
+		case found:
+			return "the member's owner no longer allows its burst there"
+		}
+		return "its burst left the member"
 	})
 }
 
@@ -80,8 +93,8 @@ func (r *Reconciler) unburst(ctx context.Context, root *fluxv1alpha2.MiniCluster
 	return reconcile.Result{}, r.releaseFinalizer(ctx, root)
 }
 
-// everything selects every object of a ledger.
-func everything(fluxv1alpha2.PushedObject) bool { return true }
+// everything selects every object of a ledger, whose root stopped bursting or is deleted.
+func everything(fluxv1alpha2.PushedObject) string { return "its burst left the member" }
 
 // finalize deletes a root's children on its members before the root goes: the members its spec
 // names and those its ledger records children on. A member that is registered but cannot be
@@ -216,19 +229,22 @@ func (r *Reconciler) forget(root *fluxv1alpha2.MiniCluster) {
 	})
 }
 
-// deleteOnMembers deletes, on the given members at once, the objects of ledger l that remove
-// selects, forgets them in l, and queues an event for each child (with final, a root being
+// deleteOnMembers deletes, on the given members at once, the objects of ledger l for which remove
+// says why they go (it returns "" for those that stay), forgets them in l, and queues an event
+// for each child, saying why (with final, a root being
 // deleted, they are logged instead). Each is deleted by name with its recorded UID as a
 // precondition: an object of that name that the hub did not create is never deleted, and one
 // already gone counts as deleted. Nothing is read first, so a settled root costs no request.
 func (r *Reconciler) deleteOnMembers(ctx context.Context, l *ledger, names []string, final bool,
-	events *eventQueue, remove func(fluxv1alpha2.PushedObject) bool) error {
+	events *eventQueue, remove func(fluxv1alpha2.PushedObject) string) error {
 	var mu sync.Mutex
 	errs := r.forEachMember(ctx, names, func(ctx context.Context, member string) error {
 		var selected []fluxv1alpha2.PushedObject
+		why := map[string]string{}
 		for _, p := range l.on(member) {
-			if remove(p) {
+			if reason := remove(p); reason != "" {
 				selected = append(selected, p)
+				why[p.Namespace+"/"+childNameOf(p)] = reason
 			}
 		}
 		deleted, gone, err := r.deleteRecorded(ctx, member, selected)
@@ -246,7 +262,7 @@ func (r *Reconciler) deleteOnMembers(ctx context.Context, l *ledger, names []str
 			// One event per child, with its Secret: the events library folds events of the
 			// same reason and action into one series, so the action names the child.
 			events.add(corev1.EventTypeNormal, EventBurstRemoved, text.Truncate("DeleteChild "+member+"/"+child, maxEventAction),
-				"deleted %s on member %s: its burst left the member", what, member)
+				"deleted %s on member %s: %s", what, member, why[child])
 		}
 		return err
 	})

@@ -5,6 +5,7 @@ package hub_test
 // their rest.Config. The MiniCluster reconciler runs on every cluster, as `fluxfed manager` would.
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -75,6 +76,9 @@ type federation struct {
 	probes   *fakeProbe
 	hubCount *requestCount
 	deployed bool
+	// access is the deploy directory that gives the hub its identity on a member added while
+	// deployed: deploy/member-access-any unless a test lends less.
+	access string
 }
 
 type requestCount struct {
@@ -264,19 +268,19 @@ func (f *federation) addMemberOn(t testing.TB, name string, env *testenv.Env) *m
 	f.mu.Unlock()
 	cfg := m.env.Config
 	if f.deployed {
-		cfg = hubIdentityOn(t, m.env)
+		cfg = hubIdentityOn(t, m.env, cmp.Or(f.access, "member-access-any"))
 	}
 	f.register(t, name, cfg)
 	return m
 }
 
-// hubIdentityOn installs deploy/member-access on a member and returns a config that reaches it
-// as that ServiceAccount, with a token from the TokenRequest API (envtest runs no token
-// controller to fill the token Secret).
-func hubIdentityOn(t testing.TB, env *testenv.Env) *rest.Config {
+// hubIdentityOn installs the deploy directory access (deploy/member-access or one built on it)
+// on a member and returns a config that reaches it as the hub's ServiceAccount, with a token from
+// the TokenRequest API (envtest runs no token controller to fill the token Secret).
+func hubIdentityOn(t testing.TB, env *testenv.Env, access string) *rest.Config {
 	t.Helper()
 	ctx := context.Background()
-	require.NoError(t, env.ApplyDeploy(ctx, "member-access"))
+	require.NoError(t, env.ApplyDeploy(ctx, access))
 	cs, err := kubernetes.NewForConfig(env.Config)
 	require.NoError(t, err)
 	token, err := cs.CoreV1().ServiceAccounts("fluxfed-system").CreateToken(ctx, "fluxfed-hub", &authenticationv1.TokenRequest{

@@ -51,6 +51,7 @@ func TestOnOneFederation(t *testing.T) {
 		{"AChildPlantedWithTheHubsLabelsIsNeverAdopted", testAChildPlantedWithTheHubsLabelsIsNeverAdopted},
 		{"TheRootRecordsWhatTheHubCreated", testTheRootRecordsWhatTheHubCreated},
 		{"TheMembersOwnerDecidesWhereAndWhatTheHubPushes", testTheMembersOwnerDecidesWhereAndWhatTheHubPushes},
+		{"AChildTheOwnerNoLongerAllowsIsWithdrawn", testAChildTheOwnerNoLongerAllowsIsWithdrawn},
 		{"AMemberRegisteredLaterGetsItsChild", testAMemberRegisteredLaterGetsItsChild},
 		{"ALeadBrokerThatDoesNotAnswerIsReportedAndTheChildrenPushedAnyway", testALeadBrokerThatDoesNotAnswerIsReportedAndTheChildrenPushedAnyway},
 		{"AMemberClusterReportsTheMember", testAMemberClusterReportsTheMember},

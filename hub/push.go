@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"sync/atomic"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -54,6 +57,7 @@ func (r *Reconciler) push(ctx context.Context, root *fluxv1alpha2.MiniCluster, f
 		}
 	}
 	l := r.ledgerOf(root)
+	var waiting atomic.Bool
 	r.forEachMember(ctx, keys(byMember), func(ctx context.Context, member string) error {
 		state := fed.bursts[byMember[member][0]].member
 		key := syncKey(root, member)
@@ -69,9 +73,24 @@ func (r *Reconciler) push(ctx context.Context, root *fluxv1alpha2.MiniCluster, f
 		}
 		for _, i := range byMember[member] {
 			o := &fed.bursts[i]
-			// What the member's owner allows is asked before anything is sent for the burst.
+			// What the member's owner allows is asked before anything is sent for the burst;
+			// what was pushed before the owner tightened the policy is withdrawn.
 			if err := policy.Burst(mcl.Spec, root.Namespace, children[o.Name]); err != nil {
 				o.Err, o.ErrReason, ok = err, policyReason(err), false
+				o.Withdraw = o.ErrReason != fluxv1alpha2.ReasonInvalidSpec
+				continue
+			}
+			// The hub pushes only where it watches: the member's owner let its identity watch
+			// there, and its cache has caught up with the roots (the MemberCluster reconciler
+			// widens it in a moment, and the MemberCluster's status brings the root back).
+			if !state.Watched.Covers(o.Namespace) {
+				ok = false
+				if slices.Contains(state.Denied, o.Namespace) {
+					o.Err, o.ErrReason = unwatchable(o.Namespace), fluxv1alpha2.ReasonNamespaceNotAllowed
+				} else {
+					o.Keep = true
+					waiting.Store(true)
+				}
 				continue
 			}
 			child, err := r.pushChild(ctx, l, state.Cluster, mcl.Spec, children[o.Name], fed.cert, live)
@@ -85,7 +104,22 @@ func (r *Reconciler) push(ctx context.Context, root *fluxv1alpha2.MiniCluster, f
 		}
 		return nil
 	})
+	if waiting.Load() && (fed.requeue == 0 || fed.requeue > scopeWait) {
+		fed.requeue = scopeWait
+	}
 	r.reportMove(root, fed.lead.endpoint, events)
+}
+
+// scopeWait is how soon a root whose burst waits for the hub to watch its namespace on the
+// member is looked at again, should the MemberCluster's status not bring it back first.
+const scopeWait = 2 * time.Second
+
+// unwatchable is the refusal of a burst into a namespace where the hub's identity on the member
+// may not watch what it would push.
+func unwatchable(namespace string) error {
+	return &policy.NamespaceError{Namespace: namespace, Field: "the member's RBAC", Reason: "the hub's identity on the member may not " +
+		"list and watch MiniClusters and Secrets there; its owner grants that with a RoleBinding to ClusterRole fluxfed-hub-burst " +
+		"in the namespace (docs/bursting.md)"}
 }
 
 func syncKey(root *fluxv1alpha2.MiniCluster, member string) string {

@@ -44,6 +44,9 @@ type BurstObservation struct {
 	// Keep is true when nothing can be said of the burst yet: its member has not been checked
 	// since the hub started. The burst is reported as it was.
 	Keep bool
+	// Withdraw is true when the member's owner no longer allows the burst (its namespace or its
+	// pods' Pod Security level): what the hub pushed for it is deleted.
+	Withdraw bool
 	// Err is nil, or why the child could not be applied or read: the member is not registered,
 	// not ready, or refused the child.
 	Err error

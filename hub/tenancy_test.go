@@ -8,13 +8,17 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fedv1alpha1 "github.com/fluxfed/fluxfed/api/fluxfed/v1alpha1"
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/hub"
+	"github.com/fluxfed/fluxfed/hub/members"
 )
 
 // These scenarios are a hostile hub user's and a hostile member user's: a root whose bursts are
@@ -221,4 +225,101 @@ func testTheMembersOwnerDecidesWhereAndWhatTheHubPushes(t *testing.T, f *federat
 	require.Nil(t, b.child(t, ns, "burst-p"), "nothing was pushed")
 	require.NoError(t, f.hub.Client.Delete(ctx, privileged))
 	require.NoError(t, f.hub.Client.Delete(ctx, root))
+}
+
+func testAChildTheOwnerNoLongerAllowsIsWithdrawn(t *testing.T, f *federation) {
+	ctx := context.Background()
+	ns, root := f.burstOntoBoth(t, "tightened")
+	b := f.members["member-b"]
+	require.NotNil(t, b.child(t, ns, "burst-b"))
+
+	// member-b's owner now lets roots burst only into a namespace this root is not in.
+	f.setPolicy(t, "member-b", fedv1alpha1.MemberNamespaces{Allow: fedv1alpha1.NamespaceAllowListed, Names: []fedv1alpha1.MemberNamespaceName{"research"}},
+		fedv1alpha1.PodSecurityBaseline)
+	refused := f.waitBurst(t, root, "burst-b", fluxv1alpha2.BurstFailed)
+	require.Contains(t, refused.Message, fluxv1alpha2.ReasonNamespaceNotAllowed)
+	require.Eventually(t, func() bool { return b.child(t, ns, "burst-b") == nil }, wait, tick, "the child stayed")
+	require.True(t, apierrors.IsNotFound(b.env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "burst-b-curve"}, &corev1.Secret{})),
+		"the child's CURVE Secret stayed")
+	f.requireEvent(t, ns, hub.EventBurstRemoved, "deleted MiniCluster "+ns+"/burst-b and Secret "+ns+"/burst-b-curve on member member-b: "+
+		"the member's owner no longer allows its burst there")
+	// The other member's child is not touched, and the root no longer records member-b's.
+	f.waitBurst(t, root, "burst-a", fluxv1alpha2.BurstApplied)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		for _, p := range f.root(c, root).Status.Pushed {
+			require.Equal(c, "member-a", p.Cluster)
+		}
+	}, wait, tick)
+	require.NoError(t, f.hub.Client.Delete(ctx, root))
+}
+
+// TestAMemberLendsOnlyTheNamespacesItBinds runs the hub with the permissions deploy/hub gives it
+// and reaches a member as the ServiceAccount of deploy/member-access alone, which the member's
+// owner lends namespace "lent" with the RoleBinding docs/bursting.md gives: the hub watches and
+// pushes there, a root whose mirrored namespace is not lent is refused by name and harms no one
+// else, and lending it later lets the burst in.
+func TestAMemberLendsOnlyTheNamespacesItBinds(t *testing.T) {
+	f := startFederationAs(t, true, hub.Options{Members: members.Options{RecordInterval: time.Second}})
+	ctx := context.Background()
+	f.access = "member-access"
+	x := f.addMember(t, "member-x")
+	f.setPolicy(t, "member-x", fedv1alpha1.MemberNamespaces{Allow: fedv1alpha1.NamespaceAllowMirror}, fedv1alpha1.PodSecurityBaseline)
+	f.waitMemberReady(t, "member-x")
+	lend := func(ns string) {
+		require.NoError(t, x.env.Client.Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "fluxfed-hub-burst", Namespace: ns},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "fluxfed-hub-burst"},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "fluxfed-system", Name: "fluxfed-hub"}},
+		}))
+	}
+	for _, ns := range []string{"lent", "unlent"} {
+		require.NoError(t, f.hub.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+		require.NoError(t, x.env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	}
+	lend("lent")
+
+	lent := newRoot("lent", "lent", fluxv1alpha2.Burst{Name: "burst-x", Cluster: "member-x", Size: 1})
+	require.NoError(t, f.hub.Client.Create(ctx, lent))
+	f.waitBurst(t, lent, "burst-x", fluxv1alpha2.BurstApplied)
+	require.NotNil(t, x.child(t, "lent", "burst-x"))
+
+	unlent := newRoot("unlent", "unlent", fluxv1alpha2.Burst{Name: "burst-x", Cluster: "member-x", Size: 1})
+	require.NoError(t, f.hub.Client.Create(ctx, unlent))
+	refused := f.waitBurst(t, unlent, "burst-x", fluxv1alpha2.BurstFailed)
+	require.Contains(t, refused.Message, fluxv1alpha2.ReasonNamespaceNotAllowed)
+	require.Contains(t, refused.Message, `namespace "unlent"`)
+	require.Contains(t, refused.Message, "fluxfed-hub-burst")
+	require.Nil(t, x.child(t, "unlent", "burst-x"))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		mcl := f.memberCluster(c, "member-x")
+		require.True(c, meta.IsStatusConditionTrue(mcl.Status.Conditions, fedv1alpha1.ConditionReady), "the member stays ready")
+		require.Equal(c, []string{"lent"}, mcl.Status.WatchedNamespaces)
+		require.Equal(c, []string{"unlent"}, mcl.Status.DeniedNamespaces)
+	}, wait, tick)
+	// The other root's child is still watched: a change to it is put back.
+	child := x.child(t, "lent", "burst-x")
+	patch := client.MergeFrom(child.DeepCopy())
+	child.Spec.Containers[0].Image = "example.test/edited:1"
+	require.NoError(t, x.env.Client.Patch(ctx, child, patch))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.Equal(c, lent.Spec.Containers[0].Image, x.child(c, "lent", "burst-x").Spec.Containers[0].Image)
+	}, wait, tick, "a drifted child in a lent namespace is not put back")
+
+	// Lent later: the hub asks again, and the burst goes in.
+	lend("unlent")
+	f.waitBurst(t, unlent, "burst-x", fluxv1alpha2.BurstApplied)
+	require.NotNil(t, x.child(t, "unlent", "burst-x"))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		mcl := f.memberCluster(c, "member-x")
+		require.Equal(c, []string{"lent", "unlent"}, mcl.Status.WatchedNamespaces)
+		require.Empty(c, mcl.Status.DeniedNamespaces)
+	}, wait, tick)
+
+	// Both roots go, and their children with them.
+	require.NoError(t, f.hub.Client.Delete(ctx, lent))
+	require.NoError(t, f.hub.Client.Delete(ctx, unlent))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.Nil(c, x.child(c, "lent", "burst-x"))
+		require.Nil(c, x.child(c, "unlent", "burst-x"))
+	}, wait, tick)
 }

@@ -1,6 +1,6 @@
 // Package fleet runs fluxfed on local clusters the way a user installs it: a hub and members
 // from e2e/clusters, fluxfed's manifests applied to each (deploy/hub on the hub,
-// deploy/default and deploy/member-access on the members), `fluxfed manager --hub` on the hub
+// deploy/default and deploy/member-access-any on the members), `fluxfed manager --hub` on the hub
 // and `fluxfed manager` on every member as processes with the permissions those manifests give
 // them, and the members registered on the hub as MemberClusters whose kubeconfigs reach them as
 // the ServiceAccount of deploy/member-access. The end-to-end tests and `make demo` use it.
@@ -129,12 +129,12 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 		}
 	}
 
-	logf("Installing fluxfed: deploy/hub on the hub, deploy/default and deploy/member-access on the members")
+	logf("Installing fluxfed: deploy/hub on the hub, deploy/default and deploy/member-access-any on the members")
 	if err := apply(ctx, f.Clients["hub"], "hub"); err != nil {
 		return nil, err
 	}
 	for _, m := range f.Members {
-		for _, dir := range []string{"default", "member-access"} {
+		for _, dir := range []string{"default", "member-access-any"} {
 			if err := apply(ctx, f.Clients[m.Name], dir); err != nil {
 				return nil, fmt.Errorf("cluster %s: %w", m.Name, err)
 			}

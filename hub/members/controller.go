@@ -72,6 +72,10 @@ func Setup(mgr mcmanager.Manager, registry *Registry, namespace string) error {
 		Watches(&corev1.Secret{}, func(multicluster.ClusterName, cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
 			return handler.TypedEnqueueRequestsFromMapFunc(r.secretToMembers)
 		}, local0, local1).
+		// Where the hub watches on a member follows the roots that burst onto it.
+		Watches(&fluxv1alpha2.MiniCluster{}, func(multicluster.ClusterName, cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
+			return handler.TypedEnqueueRequestsFromMapFunc(rootToMembers)
+		}, local0, local1).
 		// The children the hub keeps on a member are counted from its cache.
 		Watches(&fluxv1alpha2.MiniCluster{}, mchandler.TypedEventHandlerFunc[client.Object, mcreconcile.Request](
 			func(name multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
@@ -104,6 +108,24 @@ func (r *Reconciler) enqueue(name string) {
 	if r.queue != nil {
 		r.queue.Add(memberRequest(name))
 	}
+}
+
+// rootToMembers maps a MiniCluster on the hub to the members it bursts onto or keeps objects on.
+func rootToMembers(_ context.Context, obj client.Object) []mcreconcile.Request {
+	root, ok := obj.(*fluxv1alpha2.MiniCluster)
+	if !ok {
+		return nil
+	}
+	var out []mcreconcile.Request
+	for _, b := range root.Spec.Flux.Bursting.Clusters {
+		if b.Cluster != "" {
+			out = append(out, memberRequest(b.Cluster))
+		}
+	}
+	for _, p := range root.Status.Pushed {
+		out = append(out, memberRequest(p.Cluster))
+	}
+	return out
 }
 
 // secretToMembers maps a Secret of the members namespace to the MemberClusters that name it.
@@ -175,6 +197,19 @@ func (r *Reconciler) registration(ctx context.Context, mc *fedv1alpha1.MemberClu
 		return notFound(fmt.Sprintf("Secret %s/%s has no key %q with a kubeconfig", r.namespace, ref.Name, key))
 	}
 	reg.Kubeconfig = secret.Data[key]
+	reg.Scope = Scope{All: true}
+	if mc.Spec.Namespaces.Allow != fedv1alpha1.NamespaceAllowAny {
+		var roots fluxv1alpha2.MiniClusterList
+		if err := r.client.List(ctx, &roots); err != nil {
+			// Kept as it is until the roots can be read.
+			if snap, ok := r.registry.Snapshot(mc.Name); ok {
+				reg.Scope = snap.Wanted
+			}
+			ctrl.LoggerFrom(ctx).Error(err, "Listing the roots that burst onto a member")
+			return reg
+		}
+		reg.Scope = WantedScope(mc, roots.Items)
+	}
 	return reg
 }
 
@@ -213,6 +248,12 @@ func ComputeStatus(mc *fedv1alpha1.MemberCluster, snap Snapshot, children *int32
 	}
 	if children != nil {
 		st.Children = *children
+	}
+	if snap.Phase == PhaseReady {
+		st.WatchedNamespaces, st.DeniedNamespaces = nil, snap.Denied
+		if !snap.Watched.All {
+			st.WatchedNamespaces = snap.Watched.Namespaces
+		}
 	}
 	cond := metav1.Condition{Type: fedv1alpha1.ConditionReady, ObservedGeneration: mc.Generation, LastTransitionTime: now,
 		Reason: snap.Reason, Message: snap.Message}

@@ -8,16 +8,19 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	fedv1alpha1 "github.com/fluxfed/fluxfed/api/fluxfed/v1alpha1"
+	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 )
 
 // Defaults of Options.
@@ -112,6 +115,10 @@ type State struct {
 	// Epoch counts the member's returns to Ready. What was pushed under another epoch may have
 	// changed while the hub could not see it: a caller re-reads it from the API server.
 	Epoch uint64
+	// Watched is where Cluster's cache watches; Denied are the namespaces of the wanted scope
+	// where the hub's identity on the member may not watch (see Scope).
+	Watched Scope
+	Denied  []string
 }
 
 // Snapshot is what the MemberCluster's status reports.
@@ -122,6 +129,8 @@ type Snapshot struct {
 	Nodes              *int32
 	// LastSeen is when the member last answered a health check; zero if never.
 	LastSeen time.Time
+	// Wanted is the scope last registered.
+	Wanted Scope
 }
 
 // HealthUserAgent is the user agent of the hub's health checks of its members, so that a member's
@@ -167,9 +176,20 @@ type member struct {
 	gen     uint64
 	stop    context.CancelFunc
 
+	// ctx and cfg are the current kubeconfig's, to engage the member again with another scope.
+	ctx context.Context
+	cfg *rest.Config
+
 	cluster  cluster.Cluster
 	stopCl   context.CancelFunc
 	engaging bool
+
+	// want is the scope the MemberCluster reconciler asks for; built is the one the engaged
+	// cluster was built for, of which watched is what the member allowed and denied the rest.
+	want    Scope
+	built   Scope
+	watched Scope
+	denied  []string
 
 	state     State
 	fails     int
@@ -284,7 +304,7 @@ func (r *Registry) Snapshot(name string) (Snapshot, bool) {
 	if !ok {
 		return Snapshot{}, false
 	}
-	return Snapshot{State: m.state, ClusterID: m.clusterID, Version: m.version, Nodes: m.nodes, LastSeen: m.lastSeen}, true
+	return Snapshot{State: m.state, ClusterID: m.clusterID, Version: m.version, Nodes: m.nodes, LastSeen: m.lastSeen, Wanted: m.want}, true
 }
 
 // notifyOn sets the function told whenever a member's state or identity changes; the
@@ -306,6 +326,8 @@ type Registration struct {
 	// Check refused it) says why, with a fedv1alpha1 reason.
 	Kubeconfig []byte
 	Refusal    *State
+	// Scope is where the hub's roots burst into on the member, as its policy allows.
+	Scope Scope
 }
 
 // Set registers a member, or updates it: a changed kubeconfig (rotation) reconnects, a refused or
@@ -321,7 +343,9 @@ func (r *Registry) Set(reg Registration) {
 		r.members[reg.Name] = m
 	}
 	m.created, m.recordedID, m.recordedDuplicate = reg.Created, reg.RecordedID, reg.RecordedDuplicate
+	m.want = reg.Scope
 	if ok && key == m.key {
+		r.rescope(m)
 		return
 	}
 	r.disconnect(m)
@@ -334,8 +358,19 @@ func (r *Registry) Set(reg Registration) {
 	r.setState(m, State{Phase: PhaseUnknown, Reason: fedv1alpha1.ReasonConnecting, Message: "the hub is connecting to the member"})
 	m.gen++
 	ctx, cancel := context.WithCancel(context.Background())
-	m.stop = cancel
+	m.stop, m.ctx, m.cfg = cancel, ctx, cfg
 	go r.watch(ctx, m, m.gen, cfg)
+}
+
+// rescope engages member m again, with a cluster that watches the scope wanted now, when that is
+// not the scope its cluster was built for; the cluster in use serves until the new one is
+// filled. Callers hold r.mu.
+func (r *Registry) rescope(m *member) {
+	if m.cluster == nil || m.engaging || m.ctx == nil || m.built.Equal(m.want) {
+		return
+	}
+	m.engaging = true
+	go r.engage(m.ctx, m, m.gen, m.cfg)
 }
 
 // configure checks a registration's kubeconfig and builds the member's rest.Config: the
@@ -397,13 +432,14 @@ func (r *Registry) disengage(m *member) {
 		m.stopCl()
 	}
 	m.cluster, m.stopCl, m.engaging = nil, nil, false
+	m.built, m.watched, m.denied = Scope{}, Scope{}, nil
 }
 
 // setState sets a member's state and tells the reconciler when its phase or reason changed.
 // Callers hold r.mu.
 func (r *Registry) setState(m *member, s State) {
 	if s.Phase == PhaseReady {
-		s.Cluster = m.cluster
+		s.Cluster, s.Watched, s.Denied = m.cluster, m.watched, m.denied
 	}
 	moved := s.Phase != m.state.Phase || s.Reason != m.state.Reason
 	if s.Phase == PhaseReady && m.state.Phase != PhaseReady {
@@ -530,6 +566,11 @@ func (r *Registry) record(ctx context.Context, m *member, gen uint64, cfg *rest.
 	switch {
 	case m.cluster != nil:
 		r.setState(m, State{Phase: PhaseReady, Reason: fedv1alpha1.ReasonConnected, Message: "the member answers the hub's health checks"})
+		if res.info && len(m.denied) > 0 {
+			// The member's owner may have granted the hub a namespace since: ask again.
+			m.built = Scope{}
+		}
+		r.rescope(m)
 	case !m.engaging:
 		m.engaging = true
 		go r.engage(ctx, m, gen, cfg)
@@ -578,8 +619,9 @@ func registeredBefore(a, b *member) bool {
 	return a.name < b.name
 }
 
-// engage builds member m's cluster, starts it and engages it with the manager's controllers.
-// A member that does not fill its cache within SyncTimeout is tried again at its next check.
+// engage builds member m's cluster for the scope it wants, fills its cache, and engages it with
+// the manager's controllers in place of the cluster it had, if any (a new scope). A member whose
+// cache does not fill within SyncTimeout is tried again at its next check.
 func (r *Registry) engage(ctx context.Context, m *member, gen uint64, cfg *rest.Config) {
 	log := ctrl.Log.WithName("members").WithValues("member", m.name)
 	fail := func(err error, stop context.CancelFunc) {
@@ -598,15 +640,27 @@ func (r *Registry) engage(ctx context.Context, m *member, gen uint64, cfg *rest.
 	case <-ctx.Done():
 		return
 	}
-	cl, err := cluster.New(cfg, r.opts.ClusterOptions...)
+	r.mu.Lock()
+	indexers := slices.Clone(r.indexers)
+	aware := r.aware
+	want, allowed := m.want, m.watched
+	r.mu.Unlock()
+
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		fail(fmt.Errorf("building the member's client: %w", err), nil)
+		return
+	}
+	watched, denied, err := access(ctx, cs, want, allowed)
+	if err != nil {
+		fail(err, nil)
+		return
+	}
+	cl, err := cluster.New(cfg, append(slices.Clone(r.opts.ClusterOptions), watched.option())...)
 	if err != nil {
 		fail(fmt.Errorf("building the member's cluster: %w", err), nil)
 		return
 	}
-	r.mu.Lock()
-	indexers := slices.Clone(r.indexers)
-	aware := r.aware
-	r.mu.Unlock()
 	for _, ix := range indexers {
 		if err := cl.GetFieldIndexer().IndexField(ctx, ix.obj, ix.field, ix.extract); err != nil {
 			fail(fmt.Errorf("indexing %s: %w", ix.field, err), nil)
@@ -619,15 +673,25 @@ func (r *Registry) engage(ctx context.Context, m *member, gen uint64, cfg *rest.
 			log.Error(err, "Running the member's cache")
 		}
 	}()
-	if err := aware.Engage(clCtx, multicluster.ClusterName(m.name), cl); err != nil {
-		fail(err, stop)
-		return
-	}
+	// The cache is filled before the cluster is engaged: the cluster it replaces serves until
+	// then, and the controllers' watches start on a full cache.
 	syncCtx, cancel := context.WithTimeout(clCtx, r.opts.SyncTimeout)
-	synced := cl.GetCache().WaitForCacheSync(syncCtx)
+	synced := fill(syncCtx, cl)
 	cancel()
 	if !synced {
 		fail(fmt.Errorf("the member's cache did not fill within %v", r.opts.SyncTimeout), stop)
+		return
+	}
+	if err := aware.Engage(clCtx, multicluster.ClusterName(m.name), cl); err != nil {
+		fail(err, stop)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if m.gen == gen && m.cluster != nil {
+			// The controllers may have left the cluster in use for the one that failed: it is
+			// engaged again from the start.
+			r.disengage(m)
+			r.setState(m, State{Phase: PhaseUnknown, Reason: fedv1alpha1.ReasonConnecting, Message: "the hub is connecting to the member again"})
+		}
 		return
 	}
 
@@ -637,9 +701,41 @@ func (r *Registry) engage(ctx context.Context, m *member, gen uint64, cfg *rest.
 		stop()
 		return
 	}
+	if m.stopCl != nil {
+		m.stopCl()
+	}
+	rescoped := m.cluster != nil
 	m.cluster, m.stopCl, m.engaging = cl, stop, false
-	log.Info("Engaged the member")
+	m.built, m.watched, m.denied = want, watched, denied
+	log.Info("Engaged the member", "namespaces", watchedNames(watched), "denied", denied)
 	r.setState(m, State{Phase: PhaseReady, Reason: fedv1alpha1.ReasonConnected, Message: "the member answers the hub's health checks"})
+	if rescoped && r.changed != nil {
+		r.changed(m.name)
+	}
+	// The scope wanted may have changed while this one was built.
+	r.rescope(m)
+}
+
+// fill starts the informers of the kinds the hub watches on a member (those its scheme knows)
+// and waits for them to sync.
+func fill(ctx context.Context, cl cluster.Cluster) bool {
+	for _, obj := range []client.Object{&fluxv1alpha2.MiniCluster{}, &corev1.Secret{}} {
+		if _, err := apiutil.GVKForObject(obj, cl.GetScheme()); err != nil {
+			continue
+		}
+		if _, err := cl.GetCache().GetInformer(ctx, obj); err != nil {
+			return false
+		}
+	}
+	return cl.GetCache().WaitForCacheSync(ctx)
+}
+
+// watchedNames is a scope for logs.
+func watchedNames(s Scope) any {
+	if s.All {
+		return "all"
+	}
+	return s.Namespaces
 }
 
 func equalPtr(a, b *int32) bool {

@@ -235,6 +235,26 @@ type MemberClusterStatus struct {
 	// +optional
 	LastHeartbeatTime *metav1.Time `json:"lastHeartbeatTime,omitempty"`
 
+	// watchedNamespaces are the member namespaces whose MiniClusters and Secrets the hub
+	// watches: those its roots burst into, as the member's policy allows, where the hub's
+	// identity on the member may list and watch them. Unset with spec.namespaces.allow Any: the
+	// hub then watches every namespace.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=1024
+	// +kubebuilder:validation:items:MaxLength=63
+	WatchedNamespaces []string `json:"watchedNamespaces,omitempty"`
+
+	// deniedNamespaces are member namespaces roots burst into, as the member's policy allows,
+	// where the hub's identity on the member may not list or watch MiniClusters and Secrets:
+	// the member's owner has not bound ClusterRole fluxfed-hub-burst there (docs/bursting.md).
+	// The hub pushes nothing there, and asks again every minute.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=1024
+	// +kubebuilder:validation:items:MaxLength=63
+	DeniedNamespaces []string `json:"deniedNamespaces,omitempty"`
+
 	// orphans are objects the hub created on the member for roots that are gone, and could not
 	// delete with them because the member did not answer then. The hub deletes them, each only
 	// if it still has the UID recorded here, once the member answers; an object that merely

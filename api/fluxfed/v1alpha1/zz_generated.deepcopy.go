@@ -120,6 +120,16 @@ func (in *MemberClusterStatus) DeepCopyInto(out *MemberClusterStatus) {
 		in, out := &in.LastHeartbeatTime, &out.LastHeartbeatTime
 		*out = (*in).DeepCopy()
 	}
+	if in.WatchedNamespaces != nil {
+		in, out := &in.WatchedNamespaces, &out.WatchedNamespaces
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
+	if in.DeniedNamespaces != nil {
+		in, out := &in.DeniedNamespaces, &out.DeniedNamespaces
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.Orphans != nil {
 		in, out := &in.Orphans, &out.Orphans
 		*out = make([]OrphanObject, len(*in))
