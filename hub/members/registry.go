@@ -656,6 +656,22 @@ func (r *Registry) engage(ctx context.Context, m *member, gen uint64, cfg *rest.
 		fail(err, nil)
 		return
 	}
+	r.mu.Lock()
+	if m.gen == gen && m.cluster != nil && watched.Equal(m.watched) {
+		// The member allows what it allowed before: the cluster in use watches the same.
+		changed := !slices.Equal(m.denied, denied)
+		m.built, m.denied, m.engaging = want, denied, false
+		if m.state.Phase == PhaseReady {
+			m.state.Denied = denied
+		}
+		if changed && r.changed != nil {
+			r.changed(m.name)
+		}
+		r.rescope(m)
+		r.mu.Unlock()
+		return
+	}
+	r.mu.Unlock()
 	cl, err := cluster.New(cfg, append(slices.Clone(r.opts.ClusterOptions), watched.option())...)
 	if err != nil {
 		fail(fmt.Errorf("building the member's cluster: %w", err), nil)
