@@ -72,6 +72,9 @@ type Reconciler struct {
 	synced sync.Map
 	// ledgers holds each root's ledger (by root UID), as recorded in its status and since.
 	ledgers sync.Map
+	// leads holds, by root UID, the lead broker endpoint the children were last given: a root
+	// read from a cache that has not caught up with the last status write would report none.
+	leads sync.Map
 	// orphansMu serializes the writes of MemberClusters' status.orphans.
 	orphansMu sync.Mutex
 }

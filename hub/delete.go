@@ -221,6 +221,7 @@ func (r *Reconciler) reachable() []string {
 func (r *Reconciler) forget(root *fluxv1alpha2.MiniCluster) {
 	r.probes.Delete(root.UID)
 	r.ledgers.Delete(root.UID)
+	r.leads.Delete(root.UID)
 	r.synced.Range(func(k, _ any) bool {
 		if strings.HasPrefix(k.(string), string(root.UID)+"/") {
 			r.synced.Delete(k)

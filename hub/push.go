@@ -277,7 +277,7 @@ func policyReason(err error) string {
 // reportMove queues an event when the advertised endpoint changed: the children were given the
 // new one.
 func (r *Reconciler) reportMove(root *fluxv1alpha2.MiniCluster, endpoint bursting.Endpoint, events *eventQueue) {
-	old := root.Status.LeadBroker
+	old := r.lastLead(root)
 	if old == nil || old.Address == "" || (old.Address == endpoint.Address && old.Port == endpoint.Port) {
 		return
 	}

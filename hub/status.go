@@ -271,13 +271,23 @@ func childFailed(child *fluxv1alpha2.MiniCluster) *metav1.Condition {
 func (r *Reconciler) writeStatus(ctx context.Context, root *fluxv1alpha2.MiniCluster, fed *federation, events *eventQueue) error {
 	// While the endpoint is pending (rank 0 is being rescheduled), the children keep the one they
 	// were given, and so does the status: LeadBrokerReachable says it is pending.
-	leadStatus := root.Status.LeadBroker
+	leadStatus := r.lastLead(root)
 	if a := fed.lead.endpoint; a.Address != "" {
 		leadStatus = &fluxv1alpha2.LeadBrokerStatus{Address: a.Address, Port: a.Port, Endpoint: a.String()}
+		r.leads.Store(root.UID, leadStatus)
 	}
 	st := ComputeFederationStatus(root, fed.bursts, leadStatus, fed.lead.reason, fed.lead.err, r.now())
 	st.Pushed = r.ledgerOf(root).list()
 	return r.applyStatus(ctx, root, st, leadStatus, events)
+}
+
+// lastLead returns the lead broker endpoint root's children were last given: as kept since the
+// last reconcile, else as its status records it (after a restart of the hub).
+func (r *Reconciler) lastLead(root *fluxv1alpha2.MiniCluster) *fluxv1alpha2.LeadBrokerStatus {
+	if v, ok := r.leads.Load(root.UID); ok {
+		return v.(*fluxv1alpha2.LeadBrokerStatus)
+	}
+	return root.Status.LeadBroker
 }
 
 // refuse reports a root whose bursts cannot be planned: a terminal condition, nothing pushed,
