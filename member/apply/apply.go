@@ -124,7 +124,21 @@ func (a *Applier) Apply(ctx context.Context, desired *unstructured.Unstructured,
 	if UpToDate(current, desired) {
 		return current, nil
 	}
-	if err := a.claim(ctx, current); err != nil {
+	if err := a.claim(ctx, current); apierrors.IsConflict(err) {
+		// A cache behind the claim that followed the create, or a change since: the claim is
+		// judged again on the object as the API server has it, if it is still ours.
+		fresh, ferr := a.observe(ctx, desired, true)
+		switch {
+		case ferr != nil:
+			return nil, ferr
+		case fresh == nil || fresh.GetUID() != current.GetUID() || !owns(fresh):
+			return nil, err
+		}
+		current = fresh
+		if err := a.claim(ctx, current); err != nil {
+			return nil, err
+		}
+	} else if err != nil {
 		return nil, err
 	}
 	// The apply lands only on the object that was observed: one deleted and re-created by
