@@ -41,8 +41,8 @@ type Group struct {
 // The root of a federation and each of its burst children compute their own Layout from their
 // own spec. They agree on every rank and every parent as long as the child's
 // spec.flux.bursting.leadBroker.name and .size are the root's name and MaxSize, and its
-// spec.flux.bursting.clusters and spec.flux.topology repeat the root's (names and sizes in the
-// same order). Keeping them so is the hub's job; nothing on the child side can check it.
+// spec.flux.bursting.clusters and spec.flux.topology repeat the root's (names and reserved ranks
+// in the same order). Keeping them so is the hub's job; nothing on the child side can check it.
 type Layout struct {
 	// Hosts are the rank-ordered hostnames exactly as in this MiniCluster's [bootstrap] hosts.
 	// On a burst child Hosts[0] is the lead broker's address instead of the root's first pod.
@@ -82,7 +82,8 @@ type Layout struct {
 // NewLayout computes the Layout of mc. It assumes the schema defaults were applied.
 //
 // The root's hosts are its own MaxSize pods '<name>-<i>', then, for each entry of
-// spec.flux.bursting.clusters in order, '<burst>-0' .. '<burst>-<size-1>'. A burst child
+// spec.flux.bursting.clusters in order, the ranks reserved for it, '<burst>-0' ..
+// '<burst>-<maxSize-1>' (size-1 without maxSize), whether or not they run. A burst child
 // (spec.flux.bursting.leadBroker set) lists the lead broker's address instead of the root's
 // first pod, then '<leadName>-1' .. '<leadName>-<leadSize-1>' and the same bursts; its own pods
 // hold the ranks of the entry named like the child. A spec.flux.bursting.hostlist replaces the
@@ -297,16 +298,23 @@ func (b *builder) addBursts(rootName string) error {
 			return &SpecError{Field: field + ".name", Reason: fmt.Sprintf("%q is also the name of clusters[%d]", c.Name, j)}
 		case c.Name == rootName:
 			return &SpecError{Field: field + ".name", Reason: fmt.Sprintf("%q is the root MiniCluster's name: their hostnames would collide", c.Name)}
-		case c.Size < 1:
-			return &SpecError{Field: field + ".size", Reason: "must be at least 1"}
+		case c.Size < 0:
+			return &SpecError{Field: field + ".size", Reason: "must be at least 0"}
+		case c.MaxSize < 0:
+			return &SpecError{Field: field + ".maxSize", Reason: "must be at least 1"}
+		case c.MaxSize > 0 && c.Size > c.MaxSize:
+			return &SpecError{Field: field + ".size", Reason: fmt.Sprintf("%d exceeds maxSize %d, the ranks reserved for the burst", c.Size, c.MaxSize)}
+		case c.Reserved() < 1:
+			return &SpecError{Field: field + ".size", Reason: "0 reserves no rank: set maxSize to reserve ranks for a burst that runs no broker yet"}
 		}
 		seen[c.Name] = i
-		total += int(c.Size)
+		reserved := int(c.Reserved())
+		total += reserved
 		if err := b.checkTotal(total); err != nil {
 			return err
 		}
 		start := len(b.l.Hosts)
-		if err := b.addRange(field+".name", c.Name, 0, int(c.Size)); err != nil {
+		if err := b.addRange(field+".name", c.Name, 0, reserved); err != nil {
 			return err
 		}
 		b.l.Groups = append(b.l.Groups, Group{Name: c.Name, Cluster: c.Cluster, Start: start, End: len(b.l.Hosts)})

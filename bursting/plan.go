@@ -34,13 +34,34 @@ type Child struct {
 	Cluster string
 	// Namespace is the child's namespace there: the entry's namespace, else the root's.
 	Namespace string
+	// Size is how many of the burst's brokers run now: the entry's size, 0 to Reserved. A burst
+	// of size 0 has nothing on its member: the hub pushes its child once it runs brokers.
+	Size int32
+	// Reserved is how many ranks the instance reserves for the burst: the entry's maxSize, or
+	// its size without one.
+	Reserved int32
 	// MiniCluster is the child as the hub applies it: named Burst in Namespace, carrying the
 	// origin labels and annotation, with the spec described at NewPlan. It is not defaulted:
-	// the member's API server fills in the schema defaults.
+	// the member's API server fills in the schema defaults. Its spec.size is Size; for a burst
+	// of size 0 it is the child as it starts, with one broker (see WithSize).
 	MiniCluster *fluxv1alpha2.MiniCluster
 	// Layout is the child's own Layout (NewLayout(MiniCluster)): its pods hold the ranks
 	// Layout.LocalStart .. LocalEnd-1, the same ranks as the burst's hosts on the root side.
+	// It is the same whatever the child's size: every broker of the burst boots from the same
+	// hosts, so resizing the child restarts none.
 	Layout *Layout
+}
+
+// WithSize returns the child MiniCluster as it runs size brokers: a copy of MiniCluster whose
+// spec.size is size. Only the number of pods differs; every broker boots from the same
+// configuration at any size. size must be 1 to Reserved.
+func (c Child) WithSize(size int32) (*fluxv1alpha2.MiniCluster, error) {
+	if size < 1 || size > c.Reserved {
+		return nil, fmt.Errorf("burst %s cannot run %d brokers: it has %d ranks reserved, and runs at least 1 once it has a child", c.Burst, size, c.Reserved)
+	}
+	mc := c.MiniCluster.DeepCopy()
+	mc.Spec.Size = size
+	return mc, nil
 }
 
 // Plan is the federation of a root MiniCluster: its layout, the child MiniCluster of every burst
@@ -53,7 +74,8 @@ type Plan struct {
 	// else brings them up.
 	Children []Child
 	// GlobalHostlist is the rank-ordered hostlist of the whole instance, the same on every side:
-	// '<root>-[0-(maxSize-1)]', then each burst's '<burst>-[0-(size-1)]' in declared order.
+	// '<root>-[0-(maxSize-1)]', then the ranks reserved for each burst, '<burst>-[0-(maxSize-1)]'
+	// (or size-1 without maxSize), in declared order.
 	GlobalHostlist string
 	// Lead is the endpoint the children's brokers dial for rank 0.
 	Lead Endpoint
@@ -81,11 +103,13 @@ func (p *Plan) Child(burst string) (Child, bool) {
 // not copied. Its spec is the root's, changed so that
 // its pods run follower brokers only and join the root's instance:
 //
-//   - size is the entry's size; maxSize, minSize and tasks are unset (the quorum and the job's
-//     shape are the root's business).
+//   - size is the entry's size (1 for a burst of size 0, which is not pushed until it runs
+//     brokers) and maxSize the entry's maxSize; minSize and tasks are unset (the quorum and the
+//     job's shape are the root's business).
 //   - spec.flux.bursting holds only leadBroker {address, port: lead; name: the root's name;
-//     size: the root's maxSize} and the root's clusters list, in the same order, without
-//     cluster and namespace, so that every side computes the same hostlist.
+//     size: the root's maxSize} and the root's clusters list, in the same order, each entry
+//     with only its name and its reserved ranks as size, so that every side computes the same
+//     hostlist and no child changes when another burst is resized.
 //   - The container that runs Flux loses what only the lead broker does: command, batch,
 //     batchRaw, launcher and commands.brokerPre. Everything that shapes the environment a job
 //     finds on a node stays: image, pull settings, workingDir, environment, secrets, volumes,
@@ -257,7 +281,8 @@ func newChild(root *fluxv1alpha2.MiniCluster, g Group, lead Endpoint, hub string
 		// The child's spec repeats the root's, so its errors are about the root's fields too.
 		return Child{}, fmt.Errorf("the child MiniCluster of burst %s: %w", burst.Name, err)
 	}
-	return Child{Burst: burst.Name, Cluster: burst.Cluster, Namespace: namespace, MiniCluster: mc, Layout: layout}, nil
+	return Child{Burst: burst.Name, Cluster: burst.Cluster, Namespace: namespace, Size: burst.Size, Reserved: burst.Reserved(),
+		MiniCluster: mc, Layout: layout}, nil
 }
 
 // ChildNamespace returns the namespace of a burst's child on its member: the burst's namespace,
@@ -272,8 +297,8 @@ func ChildNamespace(root *fluxv1alpha2.MiniCluster, burst fluxv1alpha2.Burst) st
 // childSpec derives the spec of a burst's child from the root's, as NewPlan describes.
 func childSpec(root *fluxv1alpha2.MiniCluster, burst fluxv1alpha2.Burst, lead Endpoint) fluxv1alpha2.MiniClusterSpec {
 	spec := *root.Spec.DeepCopy()
-	spec.Size = burst.Size
-	spec.MaxSize, spec.MinSize, spec.Tasks = 0, 0, nil
+	spec.Size = max(burst.Size, 1)
+	spec.MaxSize, spec.MinSize, spec.Tasks = burst.MaxSize, 0, nil
 	spec.Interactive = false
 	spec.Services = nil
 	spec.Archive = fluxv1alpha2.Archive{}
@@ -290,7 +315,7 @@ func childSpec(root *fluxv1alpha2.MiniCluster, burst fluxv1alpha2.Burst, lead En
 	f.CurveCert = ""
 	clusters := make([]fluxv1alpha2.Burst, len(root.Spec.Flux.Bursting.Clusters))
 	for i, b := range root.Spec.Flux.Bursting.Clusters {
-		clusters[i] = fluxv1alpha2.Burst{Name: b.Name, Size: b.Size}
+		clusters[i] = fluxv1alpha2.Burst{Name: b.Name, Size: b.Reserved()}
 	}
 	f.Bursting = fluxv1alpha2.Bursting{
 		LeadBroker: &fluxv1alpha2.LeadBroker{

@@ -83,6 +83,18 @@ func TestNewPlan(t *testing.T) {
 			},
 		},
 		{
+			name: "bursts reserving more ranks than they run, one running none",
+			root: miniCluster("r", 1, 0,
+				fluxv1alpha2.Burst{Name: "x", Size: 1, MaxSize: 3, Cluster: "m"},
+				fluxv1alpha2.Burst{Name: "y", Size: 0, MaxSize: 2, Cluster: "n"}),
+			hostlist: "r-0,x-[0-2],y-[0-1]",
+			parents:  []int{-1, 0, 1, 1, 0, 4},
+			children: []child{
+				{burst: "x", cluster: "m", namespace: "hpc", headless: "x", size: 1, start: 1, end: 4},
+				{burst: "y", cluster: "n", namespace: "hpc", headless: "y", size: 1, start: 4, end: 6},
+			},
+		},
+		{
 			name: "a flat user topology",
 			root: with(miniCluster("r", 2, 0, fluxv1alpha2.Burst{Name: "x", Size: 3, Cluster: "m"}),
 				func(mc *fluxv1alpha2.MiniCluster) { mc.Spec.Flux.Topology = "kary:0" }),
@@ -138,6 +150,56 @@ func TestNewPlan(t *testing.T) {
 			require.False(t, ok)
 			require.NoError(t, ValidateFederation(tt.root))
 		})
+	}
+}
+
+// TestResizingABurstChangesOnlyItsChildsSize checks the promise of reserved ranks: within its
+// maxSize a burst's size moves the number of its child's pods and nothing else, not the root's
+// hosts, not another child, not a single broker's configuration.
+func TestResizingABurstChangesOnlyItsChildsSize(t *testing.T) {
+	root := func(sizeX, sizeY int32) *fluxv1alpha2.MiniCluster {
+		return miniCluster("r", 2, 4,
+			fluxv1alpha2.Burst{Name: "x", Size: sizeX, MaxSize: 4, Cluster: "m"},
+			fluxv1alpha2.Burst{Name: "y", Size: sizeY, MaxSize: 3, Cluster: "n"})
+	}
+	base, err := NewPlan(root(0, 3), testLead, testHub)
+	require.NoError(t, err)
+	for _, sizes := range [][2]int32{{1, 3}, {4, 3}, {4, 1}, {2, 0}} {
+		p, err := NewPlan(root(sizes[0], sizes[1]), testLead, testHub)
+		require.NoError(t, err)
+		require.Equal(t, base.Root, p.Root, "sizes %v: the root's layout", sizes)
+		for i, c := range p.Children {
+			b := base.Children[i]
+			require.Equal(t, sizes[i], c.Size)
+			require.Equal(t, b.Reserved, c.Reserved)
+			require.Equal(t, b.Layout, c.Layout, "sizes %v: the layout of %s", sizes, c.Burst)
+			want := b.MiniCluster.DeepCopy()
+			want.Spec.Size = max(sizes[i], 1)
+			require.Equal(t, want, c.MiniCluster, "sizes %v: the child %s differs in more than its size", sizes, c.Burst)
+		}
+	}
+}
+
+func TestChildWithSize(t *testing.T) {
+	p, err := NewPlan(miniCluster("r", 1, 0, fluxv1alpha2.Burst{Name: "x", Size: 0, MaxSize: 3, Cluster: "m"}), testLead, testHub)
+	require.NoError(t, err)
+	c := p.Children[0]
+	require.Equal(t, int32(0), c.Size)
+	require.Equal(t, int32(3), c.Reserved)
+	require.Equal(t, int32(3), c.MiniCluster.Spec.MaxSize)
+	require.Equal(t, []fluxv1alpha2.Burst{{Name: "x", Size: 3}}, c.MiniCluster.Spec.Flux.Bursting.Clusters)
+	for _, size := range []int32{1, 3} {
+		mc, err := c.WithSize(size)
+		require.NoError(t, err)
+		require.Equal(t, size, mc.Spec.Size)
+		l, err := NewLayout(mc)
+		require.NoError(t, err)
+		require.Equal(t, c.Layout, l)
+	}
+	require.Equal(t, int32(1), c.MiniCluster.Spec.Size, "WithSize copies")
+	for _, size := range []int32{0, 4, -1} {
+		_, err := c.WithSize(size)
+		require.ErrorContains(t, err, "burst x cannot run")
 	}
 }
 
@@ -331,7 +393,7 @@ func TestChildSpecCoversEveryField(t *testing.T) {
 			"Init", "Pre", "BrokerPre", "WorkerPre", "ServicePre", "Post", "Prefix", "Script", "RunFluxAsRoot",
 		},
 		reflect.TypeFor[fluxv1alpha2.Bursting](): {"LeadBroker", "Hostlist", "Clusters", "Expose"},
-		reflect.TypeFor[fluxv1alpha2.Burst]():    {"Name", "Size", "Cluster", "Namespace"},
+		reflect.TypeFor[fluxv1alpha2.Burst]():    {"Name", "Size", "MaxSize", "Cluster", "Namespace"},
 		reflect.TypeFor[fluxv1alpha2.Network]():  {"HeadlessName", "DisableAffinity"},
 	}
 	for typ, fields := range known {

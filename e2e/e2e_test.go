@@ -291,7 +291,7 @@ func TestScalingWithinTheReservationMovingABurstThenDeletingTheRoot(t *testing.T
 		return hub.Update(ctx, mc)
 	})
 	require.True(t, apierrors.IsInvalid(err), "%v", err)
-	require.ErrorContains(t, err, "the bursts' names, order and sizes are fixed")
+	require.ErrorContains(t, err, "the bursts' names, order and reserved ranks (maxSize, or size without it) are fixed")
 
 	// Within the reservation the root scales, as kubectl scale does, and nothing restarts.
 	children := burstAPods(t, ns)

@@ -42,30 +42,32 @@ const (
 )
 
 // removeStale deletes, on the members the hub may reach now, the children of root that its plan
-// no longer has (a burst moved to another member or namespace, or stopped naming a member) and
-// those the member's owner no longer allows (push marked their bursts Withdraw). The root's
+// no longer has (a burst moved to another member or namespace, or stopped naming a member),
+// those of bursts scaled to size 0, and those the member's owner no longer allows (push marked
+// their bursts Withdraw). The root's
 // ledger says what there is, so a settled root costs no request. A failed delete is returned, to
 // be retried.
 func (r *Reconciler) removeStale(ctx context.Context, root *fluxv1alpha2.MiniCluster, fed *federation, events *eventQueue) error {
 	if fed.plan == nil {
 		return nil
 	}
-	keep := map[string]bool{}
+	// Why each planned child goes, by cluster/namespace/burst; "" keeps it.
+	why := map[string]string{}
 	for _, c := range fed.plan.Children {
-		keep[c.Cluster+"/"+c.Namespace+"/"+c.Burst] = true
+		why[c.Cluster+"/"+c.Namespace+"/"+c.Burst] = ""
 	}
 	for _, o := range fed.bursts {
-		if o.Withdraw {
-			keep[o.Cluster+"/"+o.Namespace+"/"+o.Name] = false
+		k := o.Cluster + "/" + o.Namespace + "/" + o.Name
+		switch {
+		case o.Withdraw:
+			why[k] = "the member's owner no longer allows its burst there"
+		case o.Size == 0 && !o.Reserved:
+			why[k] = "its burst's size is 0"
 		}
 	}
 	return r.deleteOnMembers(ctx, r.ledgerOf(root), r.reachable(), false, events, func(p fluxv1alpha2.PushedObject) string {
-		k := p.Cluster + "/" + p.Namespace + "/" + childNameOf(p)
-		switch planned, found := keep[k]; {
-		case planned:
-			return ""
-		case found:
-			return "the member's owner no longer allows its burst there"
+		if reason, planned := why[p.Cluster+"/"+p.Namespace+"/"+childNameOf(p)]; planned {
+			return reason
 		}
 		return "its burst left the member"
 	})

@@ -58,6 +58,7 @@ func TestOnOneFederation(t *testing.T) {
 		{"ASecondRegistrationOfAClusterIsNeverUsed", testASecondRegistrationOfAClusterIsNeverUsed},
 		{"AHangingMemberDelaysNoOneElse", testAHangingMemberDelaysNoOneElse},
 		{"WhatSomeoneElseChangesIsPutBack", testWhatSomeoneElseChangesIsPutBack},
+		{"ResizingABurstWithinItsReservationRestartsNoBroker", testResizingABurstWithinItsReservationRestartsNoBroker},
 		// Last: they cut member-b for a while.
 		{"AnUnreachableMemberDoesNotStopTheOthers", testAnUnreachableMemberDoesNotStopTheOthers},
 		{"AnOutageIsReportedAndWhatChangedMeanwhileIsPutBack", testAnOutageIsReportedAndWhatChangedMeanwhileIsPutBack},
@@ -75,7 +76,7 @@ func testARootBurstsOntoTwoMembers(t *testing.T, f *federation) {
 	require.NoError(t, f.hub.Client.Create(ctx, root))
 
 	a := f.waitBurst(t, root, "burst-a", fluxv1alpha2.BurstApplied)
-	require.Equal(t, fluxv1alpha2.BurstStatus{Name: "burst-a", Cluster: "member-a", Namespace: ns, Size: 3,
+	require.Equal(t, fluxv1alpha2.BurstStatus{Name: "burst-a", Cluster: "member-a", Namespace: ns, Size: 3, MaxSize: 3,
 		Phase: fluxv1alpha2.BurstApplied, Message: "0 of 3 brokers ready"}, *a)
 	f.waitBurst(t, root, "burst-b", fluxv1alpha2.BurstApplied)
 
@@ -200,7 +201,7 @@ func testEditingTheRootUpdatesAndRemovesChildren(t *testing.T, f *federation) {
 	// A change of the layout is refused by the API server, and changes nothing.
 	err := f.hub.Client.Update(ctx, func() *fluxv1alpha2.MiniCluster {
 		got := f.root(t, root)
-		got.Spec.Flux.Bursting.Clusters[0].Size = 1
+		got.Spec.Flux.Bursting.Clusters[0].MaxSize = 4
 		return got
 	}())
 	require.True(t, apierrors.IsInvalid(err), "resizing a burst: %v", err)

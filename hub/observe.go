@@ -94,7 +94,8 @@ func (r *Reconciler) observe(ctx context.Context, root *fluxv1alpha2.MiniCluster
 	}
 
 	for _, b := range root.Spec.Flux.Bursting.Clusters {
-		o := BurstObservation{Name: b.Name, Cluster: b.Cluster, Namespace: bursting.ChildNamespace(root, b), Size: b.Size, Reserved: b.Cluster == ""}
+		o := BurstObservation{Name: b.Name, Cluster: b.Cluster, Namespace: bursting.ChildNamespace(root, b), Size: b.Size, MaxSize: b.Reserved(),
+			Reserved: b.Cluster == ""}
 		if !o.Reserved {
 			o.member = r.members.State(ctx, b.Cluster)
 			o.observeMember()

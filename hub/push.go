@@ -52,7 +52,7 @@ func (r *Reconciler) push(ctx context.Context, root *fluxv1alpha2.MiniCluster, f
 		children[c.Burst] = c
 	}
 	for i, o := range fed.bursts {
-		if !o.Reserved && o.Err == nil && !o.Keep {
+		if !o.Reserved && o.Err == nil && !o.Keep && o.Size > 0 {
 			byMember[o.Cluster] = append(byMember[o.Cluster], i)
 		}
 	}

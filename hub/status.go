@@ -36,8 +36,11 @@ type BurstObservation struct {
 	Cluster string
 	// Namespace is the child's namespace on the member.
 	Namespace string
-	// Size is the number of brokers the burst is created with.
+	// Size is the number of the burst's brokers that should run now; 0 leaves nothing of the
+	// burst on its member.
 	Size int32
+	// MaxSize is the number of ranks reserved for the burst.
+	MaxSize int32
 	// Reserved is true for an entry that names no cluster: the hub does not push it, someone
 	// else brings its brokers up (the Flux Operator's model).
 	Reserved bool
@@ -120,7 +123,7 @@ func ComputeFederationStatus(root *fluxv1alpha2.MiniCluster, bursts []BurstObser
 	}
 	ready := 0
 	for _, s := range st.Bursts {
-		if s.Phase == fluxv1alpha2.BurstReady {
+		if settled(s.Phase) {
 			ready++
 		}
 	}
@@ -180,7 +183,7 @@ func setBursting(set setCondition, pushed []BurstObservation) {
 			if !failing {
 				failing, reason = true, o.reason()
 			}
-		case o.Child == nil:
+		case o.Child == nil && o.Size > 0:
 			notApplied = append(notApplied, fmt.Sprintf("%s on %s: not applied yet", o.Name, o.Cluster))
 		}
 	}
@@ -199,7 +202,7 @@ func setBurstsReady(set setCondition, pushed []BurstObservation, statuses []flux
 	var notReady []string
 	reason := fluxv1alpha2.ReasonBurstsNotReady
 	for i, s := range statuses {
-		if s.Phase == fluxv1alpha2.BurstReady {
+		if settled(s.Phase) {
 			continue
 		}
 		if pushed[i].Err != nil && pushed[i].reason() == fluxv1alpha2.ReasonMemberUnreachable {
@@ -218,6 +221,12 @@ func setBurstsReady(set setCondition, pushed []BurstObservation, statuses []flux
 		fmt.Sprintf("%d of %d bursts ready; not ready: %s", ready, len(pushed), strings.Join(notReady, ", ")))
 }
 
+// settled reports whether a burst in phase p is as its spec asks: all of its brokers ready, or
+// none running at size 0.
+func settled(p fluxv1alpha2.BurstPhase) bool {
+	return p == fluxv1alpha2.BurstReady || p == fluxv1alpha2.BurstReserved
+}
+
 // keptStatus is the status a burst had, for a burst whose member has not been checked yet.
 func keptStatus(root *fluxv1alpha2.MiniCluster, o BurstObservation) fluxv1alpha2.BurstStatus {
 	for _, s := range root.Status.Bursts {
@@ -225,17 +234,19 @@ func keptStatus(root *fluxv1alpha2.MiniCluster, o BurstObservation) fluxv1alpha2
 			return s
 		}
 	}
-	return fluxv1alpha2.BurstStatus{Name: o.Name, Cluster: o.Cluster, Namespace: o.Namespace, Size: o.Size,
+	return fluxv1alpha2.BurstStatus{Name: o.Name, Cluster: o.Cluster, Namespace: o.Namespace, Size: o.Size, MaxSize: o.MaxSize,
 		Phase: fluxv1alpha2.BurstPending, Message: fmt.Sprintf("the hub has not checked member %s yet", o.Cluster)}
 }
 
 // burstStatus returns the status of one pushed burst.
 func burstStatus(o BurstObservation) fluxv1alpha2.BurstStatus {
-	s := fluxv1alpha2.BurstStatus{Name: o.Name, Cluster: o.Cluster, Namespace: o.Namespace, Size: o.Size}
+	s := fluxv1alpha2.BurstStatus{Name: o.Name, Cluster: o.Cluster, Namespace: o.Namespace, Size: o.Size, MaxSize: o.MaxSize}
 	if o.Child != nil {
 		s.Ready = o.Child.Status.Ready
 	}
 	switch {
+	case o.Size == 0 && o.Err == nil:
+		s.Phase, s.Message = fluxv1alpha2.BurstReserved, fmt.Sprintf("size 0: its %d ranks are reserved and none runs", o.MaxSize)
 	case o.Err != nil:
 		switch o.reason() {
 		case fluxv1alpha2.ReasonMemberUnreachable:

@@ -3,8 +3,8 @@ package v1alpha2
 // Bursting lets a Flux instance span more than one MiniCluster.
 //
 // On the root MiniCluster (no leadBroker) it lists the bursts whose hosts the instance reserves,
-// after its own maxSize brokers: every burst entry adds '<name>-0' .. '<name>-<size-1>' to the
-// hostlist, in order. A burst entry with a cluster is created by the fluxfed hub on that member
+// after its own maxSize brokers: every burst entry adds '<name>-0' .. '<name>-<maxSize-1>' (or
+// up to size-1 without maxSize) to the hostlist, in order. A burst entry with a cluster is created by the fluxfed hub on that member
 // cluster; one without a cluster is only reserved, for someone else to bring up, as in the Flux
 // Operator. Instead of clusters, hostlist gives the whole hostlist verbatim.
 //
@@ -43,21 +43,36 @@ type Bursting struct {
 
 // Burst is one group of brokers that joins the instance from outside the MiniCluster.
 //
-// +kubebuilder:validation:XValidation:rule="size(self.name) + 1 + size(string(self.size - 1)) <= 63",message="name is too long for size: every burst hostname '<name>-<index>' must fit in 63 characters",fieldPath=".name"
+// maxSize (or size, without it) is how many ranks the instance reserves for the burst: it is
+// part of the hostlist of every side and fixed when the root is created. size is how many of
+// them run now, and may change at any time within maxSize: that resizes only the burst's child,
+// and no broker anywhere restarts. With size 0 the ranks are reserved and nothing runs.
+//
+// +kubebuilder:validation:XValidation:rule="size(self.name) + 1 + size(string((has(self.maxSize) ? self.maxSize : self.size) - 1)) <= 63",message="name is too long for maxSize: every burst hostname '<name>-<index>' must fit in 63 characters",fieldPath=".name"
+// +kubebuilder:validation:XValidation:rule="!has(self.maxSize) || self.size <= self.maxSize",message="size must not exceed maxSize, the ranks reserved for the burst",fieldPath=".size"
+// +kubebuilder:validation:XValidation:rule="has(self.maxSize) || self.size >= 1",message="size 0 reserves no rank: set maxSize to reserve ranks for a burst that runs no broker yet",fieldPath=".size"
 type Burst struct {
-	// name of the burst. Its brokers are named '<name>-0' .. '<name>-<size-1>', which is also
-	// the name of the child MiniCluster the hub creates. It must be a DNS label, unique in the
-	// list and different from the root MiniCluster's name.
+	// name of the burst. Its brokers are named '<name>-0' .. '<name>-<maxSize-1>', which is
+	// also the name of the child MiniCluster the hub creates. It must be a DNS label, unique in
+	// the list and different from the root MiniCluster's name.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Name string `json:"name"`
 
-	// size is the number of brokers of the burst.
+	// size is the number of brokers of the burst that run now, from 0 to maxSize. It may be
+	// changed while the instance runs: the hub resizes the burst's child and nothing else.
 	// +required
-	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Minimum=0
 	Size int32 `json:"size"`
+
+	// maxSize is the number of ranks the instance reserves for the burst, at least size. Unset
+	// means size. Like the root's own maxSize it is fixed when the root is created, because a
+	// running broker never learns a new hostlist.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	MaxSize int32 `json:"maxSize,omitempty"`
 
 	// cluster is the name of the member cluster, as registered with the fluxfed hub, on which
 	// the hub creates this burst as a child MiniCluster. When unset the hosts are only reserved
@@ -75,6 +90,12 @@ type Burst struct {
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Namespace string `json:"namespace,omitempty"`
+}
+
+// Reserved returns the number of ranks the instance reserves for the burst: maxSize, or size
+// when maxSize is unset (or smaller, which the schema refuses).
+func (b Burst) Reserved() int32 {
+	return max(b.MaxSize, b.Size)
 }
 
 // LeadBroker locates the rank 0 broker of the instance a burst child joins.

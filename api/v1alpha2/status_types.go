@@ -143,9 +143,13 @@ type BurstStatus struct {
 	// +kubebuilder:validation:MaxLength=63
 	Namespace string `json:"namespace,omitempty"`
 
-	// size is the number of brokers the burst was created with.
+	// size is the number of the burst's brokers that should run now.
 	// +optional
 	Size int32 `json:"size,omitempty"`
+
+	// maxSize is the number of ranks the instance reserves for the burst.
+	// +optional
+	MaxSize int32 `json:"maxSize,omitempty"`
 
 	// phase summarises the burst's state.
 	// +optional
@@ -163,7 +167,7 @@ type BurstStatus struct {
 
 // BurstPhase summarises the state of a burst on its member cluster.
 //
-// +kubebuilder:validation:Enum=Pending;Applied;Ready;Failed;Unreachable
+// +kubebuilder:validation:Enum=Pending;Applied;Ready;Failed;Unreachable;Reserved
 type BurstPhase string
 
 const (
@@ -180,4 +184,7 @@ const (
 	BurstFailed BurstPhase = "Failed"
 	// BurstUnreachable means the hub cannot reach the member cluster (or it is not registered).
 	BurstUnreachable BurstPhase = "Unreachable"
+	// BurstReserved means the burst's size is 0: its ranks are reserved in the hostlist and no
+	// broker of it runs, so nothing of it is on the member.
+	BurstReserved BurstPhase = "Reserved"
 )

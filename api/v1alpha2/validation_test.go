@@ -258,19 +258,22 @@ func TestTheFluxLayoutIsFixedOnceCreated(t *testing.T) {
     clusters:
     - {name: burst-a, size: 2, cluster: member-a}
     - {name: burst-b, size: 3}
+    - {name: burst-c, size: 0, maxSize: 4, cluster: member-c}
 `
 	const child = `flux:
   bursting:
     leadBroker: {name: root, address: 127.0.0.10, size: 4, port: 30093}
 `
 	ranks := "the number of ranks of the Flux instance (spec.maxSize, or spec.size when maxSize is unset) is fixed"
-	burstsFixed := "the bursts' names, order and sizes are fixed"
+	burstsFixed := "the bursts' names, order and reserved ranks (maxSize, or size without it) are fixed"
 	tests := []struct {
 		name   string
 		spec   string
 		change func(spec map[string]any)
-		// field and message are the refusal's cause; empty means the update is accepted.
+		// field and message are the refusal's cause; empty means the update is accepted. Its
+		// type is Forbidden unless cause says otherwise.
 		field, message string
+		cause          metav1.CauseType
 	}{
 		{name: "grow without maxSize", spec: "size: 2\n", change: set("size", 3), field: "spec.size", message: ranks},
 		{name: "shrink without maxSize", spec: "size: 4\n", change: set("size", 2), field: "spec.size", message: ranks},
@@ -282,6 +285,13 @@ func TestTheFluxLayoutIsFixedOnceCreated(t *testing.T) {
 		{name: "an edit that keeps the layout", spec: "size: 2\n", change: set("interactive", true)},
 
 		{name: "resize a burst", spec: bursts, change: burst(0, "size", 4), field: "spec.flux.bursting.clusters", message: burstsFixed},
+		{name: "grow a burst within its maxSize", spec: bursts, change: burst(2, "size", 4)},
+		{name: "start a reserved burst", spec: bursts, change: burst(2, "size", 1)},
+		{name: "grow a burst past its maxSize", spec: bursts, change: burst(2, "size", 5), field: "spec.flux.bursting.clusters[2].size", message: "size must not exceed maxSize", cause: metav1.CauseTypeFieldValueInvalid},
+		{name: "give a burst the maxSize it has", spec: bursts, change: burst(0, "maxSize", 2)},
+		{name: "give a burst a larger maxSize", spec: bursts, change: burst(0, "maxSize", 4), field: "spec.flux.bursting.clusters", message: burstsFixed},
+		{name: "change a burst's maxSize", spec: bursts, change: burst(2, "maxSize", 3), field: "spec.flux.bursting.clusters", message: burstsFixed},
+		{name: "stop a burst without maxSize", spec: bursts, change: burst(0, "size", 0), field: "spec.flux.bursting.clusters[0].size", message: "size 0 reserves no rank", cause: metav1.CauseTypeFieldValueInvalid},
 		{name: "rename a burst", spec: bursts, change: burst(1, "name", "burst-c"), field: "spec.flux.bursting.clusters", message: burstsFixed},
 		{name: "reorder the bursts", spec: bursts, change: func(s map[string]any) {
 			c := clusters(s)
@@ -328,7 +338,7 @@ func TestTheFluxLayoutIsFixedOnceCreated(t *testing.T) {
 				return
 			}
 			require.True(t, apierrors.IsInvalid(err), "want Invalid, got %v", err)
-			requireForbidden(t, err, tt.field, tt.message)
+			requireCause(t, err, tt.field, tt.cause, tt.message)
 			stored := &unstructured.Unstructured{}
 			stored.SetGroupVersionKind(obj.GroupVersionKind())
 			require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(obj), stored))
@@ -351,14 +361,24 @@ func TestTheFluxLayoutIsFixedOnceCreated(t *testing.T) {
 // requireForbidden fails unless err has a Forbidden cause on field whose message contains want.
 func requireForbidden(t *testing.T, err error, field, want string) {
 	t.Helper()
+	requireCause(t, err, field, metav1.CauseTypeForbidden, want)
+}
+
+// requireCause fails unless err has a cause of type typ (Forbidden when empty) on field whose
+// message contains want.
+func requireCause(t *testing.T, err error, field string, typ metav1.CauseType, want string) {
+	t.Helper()
+	if typ == "" {
+		typ = metav1.CauseTypeForbidden
+	}
 	var status *apierrors.StatusError
 	require.True(t, errors.As(err, &status) && status.ErrStatus.Details != nil, "no causes in %v", err)
 	for _, c := range status.ErrStatus.Details.Causes {
-		if c.Field == field && c.Type == metav1.CauseTypeForbidden && strings.Contains(c.Message, want) {
+		if c.Field == field && c.Type == typ && strings.Contains(c.Message, want) {
 			return
 		}
 	}
-	require.Failf(t, "no such cause", "want %s: Forbidden: ...%s..., got %v", field, want, causes(err))
+	require.Failf(t, "no such cause", "want %s: %s: ...%s..., got %v", field, typ, want, causes(err))
 }
 
 func set(key string, value any) func(map[string]any) {
