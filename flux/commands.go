@@ -1,0 +1,76 @@
+package flux
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Separator is the line ObserveCommand prints between the outputs of its flux commands.
+const Separator = "--- fluxfed"
+
+// prelude makes the flux of a MiniCluster's broker container reachable, as a user of the
+// container does: it sources the flux-view.sh the MiniCluster's init container writes (PATH,
+// PYTHONPATH and LD_LIBRARY_PATH of the flux view, and $fluxsocket, the broker's local URI),
+// when it exists, and points FLUX_URI at the socket. Its first argument is the file.
+const prelude = `f=$1; shift; if [ -r "$f" ]; then . "$f"; fi; if [ -n "${fluxsocket:-}" ]; then FLUX_URI=$fluxsocket; export FLUX_URI; fi; `
+
+// observeScript prints flux uptime and, once the instance runs, the outputs ParseObservation
+// reads, separated by Separator lines.
+var observeScript = `u=$(flux uptime) || exit; printf '%s\n' "$u"; case "$u" in *" run "*) ;; *) exit 0 ;; esac; ` +
+	`echo '` + Separator + `'; ` + shell(ResourceStatusCommand) + ` || exit; ` +
+	`echo '` + Separator + `'; ` + shell(DrainCommand) + ` || exit; ` +
+	`echo '` + Separator + `'; exec ` + shell(JobsCommand)
+
+// shell writes argv as a shell command line; every argument is single-quoted but plain words.
+func shell(argv []string) string {
+	quoted := make([]string, len(argv))
+	for i, a := range argv {
+		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-,") == "" {
+			quoted[i] = a
+		} else {
+			quoted[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(quoted, " ")
+}
+
+// viewFile is the file of the MiniCluster's flux view in its mount path.
+func viewFile(mountPath string) string { return strings.TrimSuffix(mountPath, "/") + "/flux-view.sh" }
+
+// ObserveCommand is the command the hub runs in the container of a root's lead broker to see
+// the instance as rank 0 does: mountPath is the MiniCluster's spec.flux.container.mountPath
+// (/mnt/flux by default). Its output is ParseObservation's input.
+func ObserveCommand(mountPath string) []string {
+	return []string{"sh", "-c", prelude + observeScript, "fluxfed", viewFile(mountPath)}
+}
+
+// Command is argv run as a flux command in the container of a root's lead broker, reaching the
+// instance as ObserveCommand does: Command(m, "flux", "resource", "undrain", "2-3").
+func Command(mountPath string, argv ...string) []string {
+	return append([]string{"sh", "-c", prelude + `exec "$@"`, "fluxfed", viewFile(mountPath)}, argv...)
+}
+
+// DrainReason is the reason fluxfed gives the ranks it drains; it undrains no others.
+const DrainReason = "fluxfed: burst scaling down"
+
+// DrainArgs and UndrainArgs drain ranks for a scale-down and give them back to the scheduler.
+func DrainArgs(ranks []int) []string {
+	return []string{"flux", "resource", "drain", FormatIDSet(ranks, false), DrainReason}
+}
+
+// UndrainArgs gives ranks back to the scheduler.
+func UndrainArgs(ranks []int) []string {
+	return []string{"flux", "resource", "undrain", FormatIDSet(ranks, false)}
+}
+
+// ParseObservation reads the output of ObserveCommand.
+func ParseObservation(out string) (*View, error) {
+	parts := strings.Split(out, Separator+"\n")
+	switch len(parts) {
+	case 1:
+		return NewView(parts[0], "", nil, "")
+	case 4:
+		return NewView(parts[0], parts[1], []byte(parts[3]), parts[2])
+	}
+	return nil, fmt.Errorf("the observation has %d parts, want 1 (before state run) or 4: %.300q", len(parts), out)
+}
