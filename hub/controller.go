@@ -65,6 +65,8 @@ type Reconciler struct {
 
 	// probes remembers the last greeting of each root's lead broker (by root UID).
 	probes sync.Map
+	// fluxWatches holds what each root's Flux instance said (by root UID): *fluxWatch.
+	fluxWatches sync.Map
 	// namespaces remembers the member namespaces known to exist, per engaged cluster.
 	namespaces sync.Map
 	// synced remembers, per root UID and member, the member's epoch when everything was last
@@ -87,6 +89,11 @@ func Setup(mgr mcmanager.Manager, registry Members, opts Options) (*Reconciler, 
 		return nil, err
 	}
 	local := mgr.GetLocalManager()
+	if opts.Exec == nil {
+		if opts.Exec, err = NewExec(local.GetConfig()); err != nil {
+			return nil, err
+		}
+	}
 	r := &Reconciler{
 		opts:     opts,
 		client:   local.GetClient(),
@@ -168,6 +175,9 @@ func (r *Reconciler) burst(ctx context.Context, root *fluxv1alpha2.MiniCluster) 
 	}
 	if fed.plan != nil {
 		r.push(ctx, root, fed, events)
+		obs := r.observeFlux(ctx, root)
+		fed.flux = fluxStatus(obs)
+		fed.requeue = sooner(fed.requeue, obs.next, r.joinFlux(fed.plan, obs, fed.bursts))
 	}
 	removeErr := r.removeStale(ctx, root, fed, events)
 	if err := r.writeStatus(ctx, root, fed, events); err != nil {
@@ -179,6 +189,17 @@ func (r *Reconciler) burst(ctx context.Context, root *fluxv1alpha2.MiniCluster) 
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{RequeueAfter: fed.requeue}, nil
+}
+
+// sooner returns the shortest of the waits that are not 0, or 0.
+func sooner(waits ...time.Duration) time.Duration {
+	var d time.Duration
+	for _, w := range waits {
+		if w > 0 && (d == 0 || w < d) {
+			d = w
+		}
+	}
+	return d
 }
 
 // isRefusal reports whether err is a refusal to apply, which is reported, not retried as is.

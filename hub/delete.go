@@ -222,6 +222,7 @@ func (r *Reconciler) reachable() []string {
 // forget drops what the hub remembers of a root.
 func (r *Reconciler) forget(root *fluxv1alpha2.MiniCluster) {
 	r.probes.Delete(root.UID)
+	r.fluxWatches.Delete(root.UID)
 	r.ledgers.Delete(root.UID)
 	r.leads.Delete(root.UID)
 	r.synced.Range(func(k, _ any) bool {

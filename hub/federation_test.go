@@ -7,9 +7,13 @@ package hub_test
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -74,6 +78,7 @@ type federation struct {
 	stopHub  func()
 	opts     hub.Options
 	probes   *fakeProbe
+	execs    *fakeExec
 	hubCount *requestCount
 	deployed bool
 	// access is the deploy directory that gives the hub its identity on a member added while
@@ -133,6 +138,58 @@ func (p *fakeProbe) set(err error) {
 	p.answer = err
 }
 
+// fakeExec runs the commands the hub sends to a lead broker's container on this machine, as
+// kwok does for simulated pods: envtest runs no pods. A namespace given a directory finds the
+// stand-in flux there (standInFlux); any other answers as a container without flux would.
+type fakeExec struct {
+	mu sync.Mutex
+	// flux maps a namespace to the directory of its stand-in flux.
+	flux  map[string]string
+	calls []string
+}
+
+func (e *fakeExec) run(ctx context.Context, namespace, pod, container string, argv []string) ([]byte, error) {
+	e.mu.Lock()
+	dir, ok := e.flux[namespace]
+	e.calls = append(e.calls, namespace+"/"+pod+"/"+container)
+	e.mu.Unlock()
+	if !ok {
+		return nil, errors.New("command terminated with exit code 127: sh: flux: not found")
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = []string{"PATH=" + dir + ":/usr/bin:/bin"}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return out, fmt.Errorf("%w: %s", err, stderr.String())
+	}
+	return out, nil
+}
+
+// standInFlux makes the commands run in namespace's lead broker find a flux that prints, for
+// the commands the hub runs, what the files uptime, status, drain and jobs of the returned
+// directory hold (the test writes them in flux-core's formats).
+func (e *fakeExec) standInFlux(t testing.TB, namespace string) string {
+	t.Helper()
+	dir := t.TempDir()
+	script := `#!/bin/sh
+d='` + dir + `'
+case "$1 $2" in
+"uptime ") cat "$d/uptime" ;;
+"resource status") cat "$d/status" ;;
+"resource drain") cat "$d/drain" ;;
+"jobs -A") cat "$d/jobs" ;;
+*) echo "flux: unexpected command $*" >&2; exit 1 ;;
+esac
+`
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "flux"), []byte(script), 0o755))
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.flux[namespace] = dir
+	return dir
+}
+
 // startFederation starts a hub and the named members, registers the members and runs the hub,
 // all as administrators.
 func startFederation(t testing.TB, opts hub.Options, memberNames ...string) *federation {
@@ -145,7 +202,8 @@ func startFederation(t testing.TB, opts hub.Options, memberNames ...string) *fed
 func startFederationAs(t testing.TB, deployed bool, opts hub.Options, memberNames ...string) *federation {
 	t.Helper()
 	envs := testenv.StartN(t, 1+len(memberNames))
-	f := &federation{hub: envs[0], members: map[string]*memberCluster{}, probes: &fakeProbe{}, hubCount: &requestCount{}, deployed: deployed}
+	f := &federation{hub: envs[0], members: map[string]*memberCluster{}, probes: &fakeProbe{},
+		execs: &fakeExec{flux: map[string]string{}}, hubCount: &requestCount{}, deployed: deployed}
 	ctx := context.Background()
 	require.NoError(t, f.hub.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: membersNamespace}}))
 	if deployed {
@@ -158,6 +216,9 @@ func startFederationAs(t testing.TB, deployed bool, opts hub.Options, memberName
 	opts.Name = hubName
 	opts.MembersNamespace = membersNamespace
 	opts.Probe = f.probes.greet
+	if opts.Exec == nil {
+		opts.Exec = f.execs.run
+	}
 	// Anything the hub dials outside 127.0.0.0/8 is refused, and fails the test binary.
 	opts.Dial = (&netguard.Dialer{}).DialContext
 	setDefault(&opts.SweepInterval, time.Hour)

@@ -32,7 +32,8 @@ import (
 // Scenarios that rotate credentials, count requests, run the sweep in the background or run
 // with other permissions have a federation of their own.
 func TestOnOneFederation(t *testing.T) {
-	f := startFederation(t, hub.Options{ProbeInterval: time.Second}, "member-a", "member-b")
+	f := startFederation(t, hub.Options{ProbeInterval: time.Second, FluxInterval: 300 * time.Millisecond, JoinTimeout: 2 * time.Second},
+		"member-a", "member-b")
 	for _, scenario := range []struct {
 		name string
 		run  func(*testing.T, *federation)
@@ -59,6 +60,7 @@ func TestOnOneFederation(t *testing.T) {
 		{"AHangingMemberDelaysNoOneElse", testAHangingMemberDelaysNoOneElse},
 		{"WhatSomeoneElseChangesIsPutBack", testWhatSomeoneElseChangesIsPutBack},
 		{"ResizingABurstWithinItsReservationRestartsNoBroker", testResizingABurstWithinItsReservationRestartsNoBroker},
+		{"FluxsViewOfTheBurstsIsReported", testFluxsViewOfTheBurstsIsReported},
 		// Last: they cut member-b for a while.
 		{"AnUnreachableMemberDoesNotStopTheOthers", testAnUnreachableMemberDoesNotStopTheOthers},
 		{"AnOutageIsReportedAndWhatChangedMeanwhileIsPutBack", testAnOutageIsReportedAndWhatChangedMeanwhileIsPutBack},

@@ -29,8 +29,11 @@ type federation struct {
 	cert []byte
 	// bursts are what was observed of each burst, in the spec's order, reserved ones included.
 	bursts []BurstObservation
-	// requeue is when to look again although nothing changed (a lead broker that did not answer).
+	// requeue is when to look again although nothing changed (a lead broker that did not answer,
+	// the next question to the root's Flux instance).
 	requeue time.Duration
+	// flux is status.flux: what the root's instance said, nil before it was asked.
+	flux *fluxv1alpha2.FluxStatus
 }
 
 // lead is what the hub found out about a root's lead broker this reconcile.

@@ -31,6 +31,10 @@ const (
 	DefaultConcurrency      = 8
 	DefaultRetryBase        = time.Second
 	DefaultRetryMax         = time.Minute
+	DefaultFluxInterval     = 10 * time.Second
+	DefaultFluxIntervalMax  = 2 * time.Minute
+	DefaultFluxTimeout      = 10 * time.Second
+	DefaultJoinTimeout      = 2 * time.Minute
 )
 
 // Options configure the hub. The zero value of every field but Name means its default.
@@ -68,6 +72,15 @@ type Options struct {
 	MaxConcurrentReconciles int
 	// RetryBase and RetryMax bound the exponential backoff of a root whose members failed.
 	RetryBase, RetryMax time.Duration
+	// Exec runs the flux commands in a root's lead broker container; NewExec of the hub's own
+	// API server when nil.
+	Exec Exec
+	// FluxInterval is how often the hub asks a root's Flux instance what it sees; each answer
+	// that changed nothing doubles the wait, up to FluxIntervalMax. FluxTimeout bounds one ask.
+	FluxInterval, FluxIntervalMax, FluxTimeout time.Duration
+	// JoinTimeout is how long a burst's brokers may run without the root's instance seeing
+	// them online before the burst is NotJoining.
+	JoinTimeout time.Duration
 	// Clock is time.Now when nil.
 	Clock func() time.Time
 }
@@ -87,6 +100,10 @@ func (o Options) withDefaults() (Options, error) {
 	setDefault(&o.MaxConcurrentReconciles, DefaultConcurrency)
 	setDefault(&o.RetryBase, DefaultRetryBase)
 	setDefault(&o.RetryMax, DefaultRetryMax)
+	setDefault(&o.FluxInterval, DefaultFluxInterval)
+	setDefault(&o.FluxIntervalMax, max(DefaultFluxIntervalMax, o.FluxInterval))
+	setDefault(&o.FluxTimeout, DefaultFluxTimeout)
+	setDefault(&o.JoinTimeout, DefaultJoinTimeout)
 	if o.Members.Dial == nil {
 		o.Members.Dial = o.Dial
 	}
@@ -102,6 +119,7 @@ func (o Options) withDefaults() (Options, error) {
 	for name, d := range map[string]time.Duration{
 		"member timeout": o.MemberTimeout, "probe timeout": o.ProbeTimeout, "probe interval": o.ProbeInterval,
 		"cleanup timeout": o.CleanupTimeout, "sweep interval": o.SweepInterval,
+		"flux interval": o.FluxInterval, "flux timeout": o.FluxTimeout, "join timeout": o.JoinTimeout,
 	} {
 		if d < 0 {
 			return o, fmt.Errorf("hub: the %s must be positive, got %v", name, d)

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/flux"
 	"github.com/fluxfed/fluxfed/hub/members"
 	"github.com/fluxfed/fluxfed/internal/text"
 )
@@ -58,6 +59,13 @@ type BurstObservation struct {
 	ErrReason string
 	// Child is the child MiniCluster as read back from the member, nil when it is not there.
 	Child *fluxv1alpha2.MiniCluster
+	// Flux counts the burst's reserved ranks as the root's Flux instance sees them; nil when it
+	// has not been asked, or does not run yet.
+	Flux *flux.Count
+	// Joined is true when the instance sees every broker the burst runs online; NotJoining
+	// explains why the burst's brokers have been running without joining for too long.
+	Joined     bool
+	NotJoining string
 
 	// member is the member's state this reconcile.
 	member members.State
@@ -81,6 +89,8 @@ type FederationStatus struct {
 	Summary string
 	// Pushed is status.pushed: the root's ledger, what the hub created on members.
 	Pushed []fluxv1alpha2.PushedObject
+	// Flux is status.flux.
+	Flux *fluxv1alpha2.FluxStatus
 }
 
 // federationStatus is the hub's part of a status as computed; its zero value clears it.
@@ -221,10 +231,10 @@ func setBurstsReady(set setCondition, pushed []BurstObservation, statuses []flux
 		fmt.Sprintf("%d of %d bursts ready; not ready: %s", ready, len(pushed), strings.Join(notReady, ", ")))
 }
 
-// settled reports whether a burst in phase p is as its spec asks: all of its brokers ready, or
-// none running at size 0.
+// settled reports whether a burst in phase p is as its spec asks: all of its brokers ready (and
+// joined, when the root's instance could be asked), or none running at size 0.
 func settled(p fluxv1alpha2.BurstPhase) bool {
-	return p == fluxv1alpha2.BurstReady || p == fluxv1alpha2.BurstReserved
+	return p == fluxv1alpha2.BurstReady || p == fluxv1alpha2.BurstJoined || p == fluxv1alpha2.BurstReserved
 }
 
 // keptStatus is the status a burst had, for a burst whose member has not been checked yet.
@@ -244,6 +254,9 @@ func burstStatus(o BurstObservation) fluxv1alpha2.BurstStatus {
 	if o.Child != nil {
 		s.Ready = o.Child.Status.Ready
 	}
+	if o.Flux != nil {
+		s.Online, s.Draining, s.Drained = int32(o.Flux.Online), int32(o.Flux.Draining), int32(o.Flux.Drained)
+	}
 	switch {
 	case o.Size == 0 && o.Err == nil:
 		s.Phase, s.Message = fluxv1alpha2.BurstReserved, fmt.Sprintf("size 0: its %d ranks are reserved and none runs", o.MaxSize)
@@ -261,12 +274,22 @@ func burstStatus(o BurstObservation) fluxv1alpha2.BurstStatus {
 	case childFailed(o.Child) != nil:
 		c := childFailed(o.Child)
 		s.Phase, s.Message = fluxv1alpha2.BurstFailed, fmt.Sprintf("the child MiniCluster failed (%s): %s", c.Reason, c.Message)
-	case meta.IsStatusConditionTrue(o.Child.Status.Conditions, fluxv1alpha2.ConditionReady) && s.Ready >= o.Size:
+	case podsReady(o) && o.Joined:
+		s.Phase, s.Message = fluxv1alpha2.BurstJoined, fmt.Sprintf("%d of %d brokers ready and online in the root's Flux instance", o.Size, o.Size)
+	case podsReady(o) && o.NotJoining != "":
+		s.Phase, s.Message = fluxv1alpha2.BurstNotJoining, o.NotJoining
+	case podsReady(o):
 		s.Phase, s.Message = fluxv1alpha2.BurstReady, fmt.Sprintf("%d of %d brokers ready", o.Size, o.Size)
 	default:
 		s.Phase, s.Message = fluxv1alpha2.BurstApplied, fmt.Sprintf("%d of %d brokers ready", min(s.Ready, o.Size), o.Size)
 	}
 	return s
+}
+
+// podsReady reports whether the burst's child reports all of its brokers' pods ready.
+func podsReady(o BurstObservation) bool {
+	return o.Child != nil && o.Err == nil && o.Size > 0 && childFailed(o.Child) == nil &&
+		meta.IsStatusConditionTrue(o.Child.Status.Conditions, fluxv1alpha2.ConditionReady) && o.Child.Status.Ready >= o.Size
 }
 
 // childFailed returns the child's Failed condition when it is True.
@@ -289,6 +312,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, root *fluxv1alpha2.MiniClu
 	}
 	st := ComputeFederationStatus(root, fed.bursts, leadStatus, fed.lead.reason, fed.lead.err, r.now())
 	st.Pushed = r.ledgerOf(root).list()
+	st.Flux = fed.flux
 	return r.applyStatus(ctx, root, st, leadStatus, events)
 }
 
@@ -341,7 +365,7 @@ func (r *Reconciler) applyStatus(ctx context.Context, root *fluxv1alpha2.MiniClu
 		return nil
 	}
 	status, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&fluxv1alpha2.MiniClusterStatus{
-		Bursts: st.Bursts, BurstSummary: st.Summary, Conditions: st.Conditions, LeadBroker: leadStatus, Pushed: st.Pushed})
+		Bursts: st.Bursts, BurstSummary: st.Summary, Conditions: st.Conditions, LeadBroker: leadStatus, Pushed: st.Pushed, Flux: st.Flux})
 	if err != nil {
 		return fmt.Errorf("encoding the status: %w", err)
 	}
@@ -370,7 +394,8 @@ func federationStatusChanged(current fluxv1alpha2.MiniClusterStatus, st Federati
 	if !equality.Semantic.DeepEqual(current.Pushed, st.Pushed) && (len(current.Pushed) > 0 || len(st.Pushed) > 0) {
 		return true
 	}
-	if current.BurstSummary != st.Summary || !equality.Semantic.DeepEqual(current.LeadBroker, leadStatus) {
+	if current.BurstSummary != st.Summary || !equality.Semantic.DeepEqual(current.LeadBroker, leadStatus) ||
+		!equality.Semantic.DeepEqual(current.Flux, st.Flux) {
 		return true
 	}
 	for _, t := range hubConditions {

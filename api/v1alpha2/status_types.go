@@ -67,6 +67,11 @@ type MiniClusterStatus struct {
 	// +kubebuilder:validation:MaxItems=64
 	Bursts []BurstStatus `json:"bursts,omitempty"`
 
+	// flux is the Flux instance as its rank 0 sees it, on a root with bursts: the fluxfed hub
+	// asks it by running flux commands in the lead broker's container.
+	// +optional
+	Flux *FluxStatus `json:"flux,omitempty"`
+
 	// pushed records every object the hub created on a member for this root, with the UID the
 	// member's API server gave it. It is the hub's proof of ownership: labels can be written by
 	// anyone who can write an object, a UID recorded here only by the hub. The hub changes or
@@ -126,6 +131,37 @@ type LeadBrokerStatus struct {
 	Endpoint string `json:"endpoint,omitempty"`
 }
 
+// FluxStatus is what a root's Flux instance says of itself.
+type FluxStatus struct {
+	// state is the broker state of rank 0: quorum while it waits for its own first brokers,
+	// run once it works.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	State string `json:"state,omitempty"`
+
+	// size is the number of ranks of the instance, the bursts' reserved ranks included.
+	// +optional
+	Size int32 `json:"size,omitempty"`
+
+	// online is the number of ranks whose broker has joined.
+	// +optional
+	Online int32 `json:"online,omitempty"`
+
+	// pendingJobs is the number of jobs that wait for resources.
+	// +optional
+	PendingJobs int32 `json:"pendingJobs,omitempty"`
+
+	// pendingNodes is the largest number of nodes one of the waiting jobs asked for.
+	// +optional
+	PendingNodes int32 `json:"pendingNodes,omitempty"`
+
+	// message says why the instance could not be asked, when it could not; its other fields
+	// are then those last seen.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	Message string `json:"message,omitempty"`
+}
+
 // BurstStatus is the observed state of one burst on its member cluster.
 type BurstStatus struct {
 	// name of the burst, as in spec.flux.bursting.clusters.
@@ -159,6 +195,15 @@ type BurstStatus struct {
 	// +optional
 	Ready int32 `json:"ready,omitempty"`
 
+	// online, draining and drained count the burst's ranks as the root's Flux instance sees
+	// them: joined, drained while jobs still run there, and drained with none running.
+	// +optional
+	Online int32 `json:"online,omitempty"`
+	// +optional
+	Draining int32 `json:"draining,omitempty"`
+	// +optional
+	Drained int32 `json:"drained,omitempty"`
+
 	// message explains the phase, for example why the member cannot be reached.
 	// +optional
 	// +kubebuilder:validation:MaxLength=32768
@@ -167,7 +212,7 @@ type BurstStatus struct {
 
 // BurstPhase summarises the state of a burst on its member cluster.
 //
-// +kubebuilder:validation:Enum=Pending;Applied;Ready;Failed;Unreachable;Reserved
+// +kubebuilder:validation:Enum=Pending;Applied;Ready;Joined;NotJoining;Failed;Unreachable;Reserved
 type BurstPhase string
 
 const (
@@ -177,8 +222,15 @@ const (
 	// BurstApplied means the child MiniCluster exists on the member but its brokers are not all
 	// ready.
 	BurstApplied BurstPhase = "Applied"
-	// BurstReady means all of the burst's broker pods are running and ready.
+	// BurstReady means all of the burst's broker pods are running and ready; whether their
+	// brokers joined is not known (yet) from the root's Flux instance.
 	BurstReady BurstPhase = "Ready"
+	// BurstJoined means the root's Flux instance sees every running broker of the burst online.
+	BurstJoined BurstPhase = "Joined"
+	// BurstNotJoining means the burst's pods run but the root's Flux instance has not seen its
+	// brokers join for a while: the lead broker's endpoint may not be reachable from the
+	// member, or the brokers may not hold the instance's certificate.
+	BurstNotJoining BurstPhase = "NotJoining"
 	// BurstFailed means the burst cannot make progress: the member rejected the child, or the
 	// child MiniCluster failed.
 	BurstFailed BurstPhase = "Failed"

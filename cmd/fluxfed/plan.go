@@ -226,7 +226,11 @@ func writePlan(dir string, rendered *render.Rendered, children []renderedChild, 
 		if err != nil {
 			return fmt.Errorf("encoding the child MiniCluster %s: %w", c.Burst, err)
 		}
-		fmt.Fprintf(&pushed, "---\n# member cluster: %s\n%s", c.Cluster, data)
+		note := ""
+		if c.Size == 0 {
+			note = "\n# size 0: the hub pushes nothing until the burst runs brokers; this is the child as it starts"
+		}
+		fmt.Fprintf(&pushed, "---\n# member cluster: %s%s\n%s", c.Cluster, note, data)
 	}
 	return os.WriteFile(filepath.Join(dir, "children.yaml"), []byte(pushed.String()), 0o644)
 }
@@ -295,8 +299,16 @@ func printSummary(w io.Writer, mc *fluxv1alpha2.MiniCluster, l *bursting.Layout)
 	}
 	fmt.Fprintf(w, "Topology:  %s\n\n", topology)
 
+	// How many of each group's ranks run brokers now: this MiniCluster's size, and on a root
+	// each burst's size; a child does not know the other groups'.
+	size := map[string]int{mc.Name: int(mc.Spec.Size)}
+	if !mc.IsBurstChild() {
+		for _, b := range mc.Spec.Flux.Bursting.Clusters {
+			size[b.Name] = int(b.Size)
+		}
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RANKS\tHOSTS\tGROUP\tCLUSTER\tPARENTS")
+	fmt.Fprintln(tw, "RANKS\tHOSTS\tGROUP\tCLUSTER\tRUNNING\tPARENTS")
 	for _, g := range l.Groups {
 		cluster := g.Cluster
 		switch {
@@ -305,8 +317,15 @@ func printSummary(w io.Writer, mc *fluxv1alpha2.MiniCluster, l *bursting.Layout)
 		case cluster == "":
 			cluster = "(reserved)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", rankRange(g.Start, g.End),
-			hostlist.Compress(l.Hosts[g.Start:g.End]), g.Name, cluster, parents(l, g.Start, g.End))
+		running := "?"
+		if n, ok := size[g.Name]; ok {
+			running = "none: all reserved"
+			if n > 0 {
+				running = rankRange(g.Start, g.Start+n)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", rankRange(g.Start, g.End),
+			hostlist.Compress(l.Hosts[g.Start:g.End]), g.Name, cluster, running, parents(l, g.Start, g.End))
 	}
 	_ = tw.Flush()
 }
@@ -337,7 +356,11 @@ func printChildren(w io.Writer, mc *fluxv1alpha2.MiniCluster, l *bursting.Layout
 	fmt.Fprintln(tw, "BURST\tCLUSTER\tNAMESPACE\tSIZE\tRANKS\tHOSTLIST")
 	for _, c := range children {
 		cl := c.rendered.Layout
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", c.Burst, c.Cluster, c.Namespace, c.stored.Spec.Size,
+		size := fmt.Sprint(c.Size)
+		if c.Size == 0 {
+			size = "0 (not pushed)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.Burst, c.Cluster, c.Namespace, size,
 			rankRange(cl.LocalStart, cl.LocalEnd), cl.Hostlist)
 	}
 	_ = tw.Flush()

@@ -228,3 +228,50 @@ spec:
 	require.NoError(t, run(context.Background(), []string{"plan", "-f", child}, &stdout, &bytes.Buffer{}))
 	require.Contains(t, stdout.String(), "burst child of bursting-root (lead broker 127.0.2.10:30093)")
 }
+
+// TestPlanShowsTheReservation plans a root whose bursts reserve more ranks than they run, one
+// of them none: the summary says which ranks run, and every reserved rank gets a host folder,
+// as it boots when its burst grows.
+func TestPlanShowsTheReservation(t *testing.T) {
+	manifest := filepath.Join(t.TempDir(), "elastic.yaml")
+	require.NoError(t, os.WriteFile(manifest, []byte(`apiVersion: flux-framework.org/v1alpha2
+kind: MiniCluster
+metadata: {name: elastic, namespace: hpc}
+spec:
+  size: 2
+  containers: [{image: rockylinux:9, command: hostname}]
+  flux:
+    bursting:
+      clusters:
+      - {name: burst-a, size: 0, maxSize: 3, cluster: member-a}
+      - {name: burst-b, size: 1, maxSize: 2, cluster: member-b}
+`), 0o644))
+	out := t.TempDir()
+	var stdout bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"plan", "-f", manifest, "--out", out,
+		"--lead-address", "127.0.2.10", "--lead-port", "30093"}, &stdout, &bytes.Buffer{}))
+	summary := stdout.String()
+	for _, want := range []string{
+		"Hostlist:  elastic-[0-1],burst-a-[0-2],burst-b-[0-1]",
+		"RUNNING",
+		"2-4    burst-a-[0-2]  burst-a  member-a            none: all reserved",
+		"5-6    burst-b-[0-1]  burst-b  member-b            5 ",
+		"burst-a  member-a  hpc        0 (not pushed)",
+		"Wrote 7 host folders",
+	} {
+		require.Contains(t, summary, want)
+	}
+	var configs []fluxcheck.HostConfig
+	for _, host := range []string{"elastic-0", "elastic-1", "burst-a-0", "burst-a-1", "burst-a-2", "burst-b-0", "burst-b-1"} {
+		read := func(name string) []byte {
+			data, err := os.ReadFile(filepath.Join(out, host, name))
+			require.NoError(t, err, host)
+			return data
+		}
+		configs = append(configs, fluxcheck.HostConfig{Hostname: host, BrokerTOML: read("broker.toml"), CurveCert: read("curve.cert")})
+	}
+	require.NoError(t, fluxcheck.Check(configs), "every reserved rank boots into the same instance")
+	children, err := os.ReadFile(filepath.Join(out, "children.yaml"))
+	require.NoError(t, err)
+	require.Contains(t, string(children), "# size 0: the hub pushes nothing until the burst runs brokers")
+}

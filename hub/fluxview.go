@@ -1,0 +1,276 @@
+package hub
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/remotecommand"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/bursting"
+	"github.com/fluxfed/fluxfed/flux"
+	"github.com/fluxfed/fluxfed/member/render/scripts"
+)
+
+// The hub runs flux commands in the lead broker's container (docs/bursting.md).
+// +kubebuilder:rbac:groups="",resources=pods/exec,verbs=create
+
+// Exec runs argv in a container of a pod of the hub's cluster, as kubectl exec does, and
+// returns what it wrote to its standard output. An error carries the start of its standard
+// error.
+type Exec func(ctx context.Context, namespace, pod, container string, argv []string) ([]byte, error)
+
+// NewExec returns the Exec of the pods/exec subresource of the API server at cfg: WebSocket,
+// falling back to SPDY for API servers that do not speak it.
+func NewExec(cfg *rest.Config) (Exec, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, namespace, pod, container string, argv []string) ([]byte, error) {
+		req := cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(namespace).Name(pod).SubResource("exec").
+			VersionedParams(&corev1.PodExecOptions{Container: container, Command: argv, Stdout: true, Stderr: true}, scheme.ParameterCodec)
+		ws, err := remotecommand.NewWebSocketExecutor(cfg, "GET", req.URL().String())
+		if err != nil {
+			return nil, err
+		}
+		spdy, err := remotecommand.NewSPDYExecutor(cfg, "POST", req.URL())
+		if err != nil {
+			return nil, err
+		}
+		exec, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool { return true })
+		if err != nil {
+			return nil, err
+		}
+		var stdout, stderr limitedBuffer
+		stdout.limit, stderr.limit = 8<<20, 4<<10
+		err = exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr})
+		if err != nil {
+			if msg := strings.TrimSpace(stderr.String()); msg != "" {
+				return stdout.Bytes(), fmt.Errorf("%w: %s", err, msg)
+			}
+			return stdout.Bytes(), err
+		}
+		return stdout.Bytes(), nil
+	}, nil
+}
+
+// limitedBuffer keeps the first limit bytes written to it and drops the rest.
+type limitedBuffer struct {
+	bytes.Buffer
+	limit int
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	if room := b.limit - b.Len(); room > 0 {
+		b.Buffer.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+// fluxWatch is what the hub knows of one root's Flux instance.
+type fluxWatch struct {
+	// asking is held while the instance is asked: never more than one exec at a time per root.
+	asking sync.Mutex
+
+	mu sync.Mutex
+	// view is the last answer, nil before the first; err why the last ask failed.
+	view *flux.View
+	err  error
+	// at is when it was last asked, and interval how long until it is asked again: doubled,
+	// up to FluxIntervalMax, each time the answer did not change.
+	at       time.Time
+	interval time.Duration
+	// waiting holds, per burst, since when its pods ran while Flux did not see its brokers
+	// all online.
+	waiting map[string]time.Time
+}
+
+// fluxObservation is what one reconcile knows of the root's instance.
+type fluxObservation struct {
+	view *flux.View
+	err  error
+	// next is when to look again.
+	next time.Duration
+	w    *fluxWatch
+}
+
+// observeFlux asks the root's instance what it sees, unless it was asked less than its interval
+// ago or is being asked: then the last answer stands.
+func (r *Reconciler) observeFlux(ctx context.Context, root *fluxv1alpha2.MiniCluster) fluxObservation {
+	v, _ := r.fluxWatches.LoadOrStore(root.UID, &fluxWatch{waiting: map[string]time.Time{}})
+	w := v.(*fluxWatch)
+	now := r.opts.Clock()
+	w.mu.Lock()
+	due := w.at.IsZero() || now.Sub(w.at) >= w.interval
+	obs := fluxObservation{view: w.view, err: w.err, next: w.interval - now.Sub(w.at), w: w}
+	w.mu.Unlock()
+	if !due || !w.asking.TryLock() {
+		obs.next = max(obs.next, time.Second)
+		return obs
+	}
+	defer w.asking.Unlock()
+
+	view, err := r.askFlux(ctx, root)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case w.at.IsZero() || errorText(err) != errorText(w.err) || (err == nil && !reflect.DeepEqual(view, w.view)):
+		w.interval = r.opts.FluxInterval
+	default:
+		w.interval = min(2*w.interval, r.opts.FluxIntervalMax)
+	}
+	w.at, w.err = now, err
+	if err == nil {
+		w.view = view
+	}
+	return fluxObservation{view: w.view, err: w.err, next: w.interval, w: w}
+}
+
+func errorText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// askFlux runs flux.ObserveCommand in the root's lead broker container.
+func (r *Reconciler) askFlux(ctx context.Context, root *fluxv1alpha2.MiniCluster) (*flux.View, error) {
+	if root.Spec.Flux.DisableSocket {
+		return nil, errors.New("spec.flux.disableSocket is set, so the lead broker's local URI is not at a path the hub can find")
+	}
+	var pods corev1.PodList
+	if err := r.client.List(ctx, &pods, client.InNamespace(root.Namespace), client.MatchingLabels(LeadBrokerSelector(root))); err != nil {
+		return nil, fmt.Errorf("listing the lead broker pod: %w", err)
+	}
+	container := fluxContainerName(root)
+	var pod *corev1.Pod
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil && containerRunning(p, container) {
+			pod = p
+		}
+	}
+	if pod == nil {
+		return nil, errors.New("the lead broker's container is not running")
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.opts.FluxTimeout)
+	defer cancel()
+	out, err := r.opts.Exec(ctx, pod.Namespace, pod.Name, container, flux.ObserveCommand(scripts.MountPath(root)))
+	if err != nil {
+		return nil, fmt.Errorf("running flux in pod %s, container %s: %w", pod.Name, container, err)
+	}
+	view, err := flux.ParseObservation(string(out))
+	if err != nil {
+		return nil, fmt.Errorf("reading what flux printed in pod %s: %w", pod.Name, err)
+	}
+	return view, nil
+}
+
+// fluxContainerName is the name of the container that runs the root's brokers.
+func fluxContainerName(root *fluxv1alpha2.MiniCluster) string {
+	for i := range root.Spec.Containers {
+		if &root.Spec.Containers[i] == root.FluxContainer() {
+			return scripts.ContainerName(root, i)
+		}
+	}
+	return root.Name
+}
+
+func containerRunning(p *corev1.Pod, name string) bool {
+	for _, s := range p.Status.ContainerStatuses {
+		if s.Name == name {
+			return s.State.Running != nil
+		}
+	}
+	return false
+}
+
+// fluxStatus is status.flux for what was observed.
+func fluxStatus(obs fluxObservation) *fluxv1alpha2.FluxStatus {
+	if obs.view == nil && obs.err == nil {
+		return nil
+	}
+	st := &fluxv1alpha2.FluxStatus{}
+	if v := obs.view; v != nil {
+		d := v.Demand()
+		st.State, st.Size = v.Uptime.State, int32(v.Uptime.Size)
+		st.Online = int32(v.Count(0, len(v.Ranks)).Online)
+		st.PendingJobs, st.PendingNodes = int32(d.Jobs), int32(d.Nodes)
+	}
+	if obs.err != nil {
+		st.Message = truncate(obs.err.Error(), 4096)
+	}
+	return st
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
+
+// joinFlux records on each pushed burst what the root's instance sees of its ranks, and whether
+// its running brokers have been missing from it for longer than JoinTimeout.
+func (r *Reconciler) joinFlux(plan *bursting.Plan, obs fluxObservation, bursts []BurstObservation) time.Duration {
+	if plan == nil || obs.w == nil {
+		return 0
+	}
+	obs.w.mu.Lock()
+	defer obs.w.mu.Unlock()
+	now := r.opts.Clock()
+	var next time.Duration
+	for i := range bursts {
+		o := &bursts[i]
+		g, ok := group(plan, o.Name)
+		if o.Reserved || !ok || obs.view == nil || obs.view.Uptime.State != "run" || len(obs.view.Ranks) != len(plan.Root.Hosts) {
+			delete(obs.w.waiting, o.Name)
+			continue
+		}
+		c := obs.view.Count(g.Start, g.Start+int(o.Size))
+		all := obs.view.Count(g.Start, g.End)
+		o.Flux = &all
+		o.Joined = c.Online >= int(o.Size)
+		if o.Joined || !podsReady(*o) {
+			delete(obs.w.waiting, o.Name)
+			continue
+		}
+		since, ok := obs.w.waiting[o.Name]
+		if !ok {
+			since = now
+			obs.w.waiting[o.Name] = now
+		}
+		if left := r.opts.JoinTimeout - now.Sub(since); left > 0 {
+			if next == 0 || left < next {
+				next = left
+			}
+			continue
+		}
+		o.NotJoining = fmt.Sprintf("its %d brokers run, but the root's Flux instance has seen only %d of them online for %v: "+
+			"check that the member reaches the lead broker at %s and that the brokers hold the root's certificate",
+			o.Size, c.Online, now.Sub(since).Round(time.Second), plan.Lead)
+	}
+	return next
+}
+
+// group returns the ranks of the burst named name.
+func group(plan *bursting.Plan, name string) (bursting.Group, bool) {
+	for _, g := range plan.Root.Groups[1:] {
+		if g.Name == name {
+			return g, true
+		}
+	}
+	return bursting.Group{}, false
+}

@@ -1,0 +1,126 @@
+package hub_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/hub"
+)
+
+// instance writes, in flux-core 0.88.0's formats (the fixtures of package flux), what a stand-in
+// flux in dir prints for an instance of hosts whose ranks online are online and where one job
+// waits for nodes nodes (none when 0).
+func instance(t *testing.T, dir string, hosts []string, online map[int]bool, nodes int) {
+	t.Helper()
+	var up, down []int
+	for r := range hosts {
+		if online[r] {
+			up = append(up, r)
+		} else {
+			down = append(down, r)
+		}
+	}
+	uptime := fmt.Sprintf(" 12:00:00 run 1.5m,  owner root,  depth 0,  size %d", len(hosts))
+	if len(down) > 0 {
+		uptime += fmt.Sprintf(",  %d offline", len(down))
+	}
+	var status strings.Builder
+	line := func(state, mark string, ranks []int) {
+		if len(ranks) == 0 {
+			return
+		}
+		var names []string
+		for _, r := range ranks {
+			names = append(names, hosts[r])
+		}
+		// One host per range keeps this writer simple; flux compresses, and both parse alike.
+		ids := make([]string, len(ranks))
+		for i, r := range ranks {
+			ids[i] = fmt.Sprint(r)
+		}
+		fmt.Fprintf(&status, "%s %s %d %s %s\n", state, mark, len(ranks), strings.Join(ids, ","), strings.Join(names, ","))
+	}
+	line("avail", "✔", up)
+	line("avail*", "✗", down)
+	jobs := `{"jobs": []}`
+	if nodes > 0 {
+		jobs = fmt.Sprintf(`{"jobs": [{"t_submit": 1795445789.9, "name": "hostname", "ntasks": %d, "nnodes": %d, "state": "SCHED", "jobid": "\u01922dYwCQX"}]}`, nodes, nodes)
+	}
+	for name, data := range map[string]string{"uptime": uptime + "\n", "status": status.String(), "drain": "", "jobs": jobs + "\n"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name+".new"), []byte(data), 0o644))
+		require.NoError(t, os.Rename(filepath.Join(dir, name+".new"), filepath.Join(dir, name)))
+	}
+}
+
+// testFluxsViewOfTheBurstsIsReported runs the hub's questions to a root's Flux instance against
+// a stand-in flux in the lead broker's container: the root reports what the instance says, a
+// burst whose pods run but whose brokers Flux does not see is NotJoining after JoinTimeout, and
+// Joined once Flux sees them.
+func testFluxsViewOfTheBurstsIsReported(t *testing.T, f *federation) {
+	ctx := context.Background()
+	ns := f.namespace(t)
+	a := f.members["member-a"]
+	root := newRoot(ns, "observed", fluxv1alpha2.Burst{Name: "burst-a", Cluster: "member-a", Size: 2, MaxSize: 3})
+	require.NoError(t, f.hub.Client.Create(ctx, root))
+	f.waitBurst(t, root, "burst-a", fluxv1alpha2.BurstApplied)
+
+	// Until the lead broker's container runs, nothing can be asked; the status says why.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		got := f.root(c, root).Status.Flux
+		require.NotNil(c, got)
+		require.Equal(c, "the lead broker's container is not running", got.Message)
+	}, wait, tick)
+
+	hosts := []string{"observed-0", "observed-1", "observed-2", "observed-3", "burst-a-0", "burst-a-1", "burst-a-2"}
+	dir := f.execs.standInFlux(t, ns)
+	instance(t, dir, hosts, map[int]bool{0: true, 1: true}, 4)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "observed-0-abcde", Namespace: ns, Labels: hub.LeadBrokerSelector(f.root(t, root))},
+		Spec:       corev1.PodSpec{NodeName: "node-observed", Containers: []corev1.Container{{Name: "observed", Image: "busybox"}}},
+	}
+	require.NoError(t, f.hub.Client.Create(ctx, pod))
+	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{
+		Name: "observed", Image: "busybox", Ready: true,
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}},
+	}}}
+	require.NoError(t, f.hub.Client.Status().Update(ctx, pod))
+
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		got := f.root(c, root)
+		require.Equal(c, &fluxv1alpha2.FluxStatus{State: "run", Size: 7, Online: 2, PendingJobs: 1, PendingNodes: 4}, got.Status.Flux)
+		s := burstStatus(got, "burst-a")
+		require.NotNil(c, s)
+		require.Equal(c, int32(0), s.Online)
+		require.Equal(c, fluxv1alpha2.BurstApplied, s.Phase, "the pods are not ready yet")
+	}, wait, tick)
+
+	// The pods run, Flux does not see the brokers: NotJoining once JoinTimeout has passed.
+	setJobReady(t, a.env.Client, ns, "burst-a", 2)
+	s := f.waitBurst(t, root, "burst-a", fluxv1alpha2.BurstNotJoining)
+	require.Contains(t, s.Message, "its 2 brokers run, but the root's Flux instance has seen only 0 of them online")
+	require.Contains(t, s.Message, "reaches the lead broker at 127.0.0.1:")
+	cond := meta.FindStatusCondition(f.root(t, root).Status.Conditions, fluxv1alpha2.ConditionBurstsReady)
+	require.Equal(t, metav1.ConditionFalse, cond.Status)
+
+	// The brokers join: Joined, and the job no longer waits.
+	instance(t, dir, hosts, map[int]bool{0: true, 1: true, 4: true, 5: true}, 0)
+	s = f.waitBurst(t, root, "burst-a", fluxv1alpha2.BurstJoined)
+	require.Equal(t, int32(2), s.Online)
+	require.Equal(t, "2 of 2 brokers ready and online in the root's Flux instance", s.Message)
+	got := f.root(t, root)
+	require.Equal(t, &fluxv1alpha2.FluxStatus{State: "run", Size: 7, Online: 4}, got.Status.Flux)
+	require.True(t, meta.IsStatusConditionTrue(got.Status.Conditions, fluxv1alpha2.ConditionBurstsReady))
+	require.Equal(t, "1/1", got.Status.BurstSummary)
+	require.NoError(t, f.hub.Client.Delete(ctx, root))
+}
