@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -49,7 +50,10 @@ func NewExec(cfg *rest.Config) (Exec, error) {
 		if err != nil {
 			return nil, err
 		}
-		exec, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool { return true })
+		// As kubectl: SPDY only when the API server (or a proxy) cannot upgrade to WebSocket.
+		exec, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
+			return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+		})
 		if err != nil {
 			return nil, err
 		}

@@ -358,12 +358,6 @@ func TestTheFluxLayoutIsFixedOnceCreated(t *testing.T) {
 	})
 }
 
-// requireForbidden fails unless err has a Forbidden cause on field whose message contains want.
-func requireForbidden(t *testing.T, err error, field, want string) {
-	t.Helper()
-	requireCause(t, err, field, metav1.CauseTypeForbidden, want)
-}
-
 // requireCause fails unless err has a cause of type typ (Forbidden when empty) on field whose
 // message contains want.
 func requireCause(t *testing.T, err error, field string, typ metav1.CauseType, want string) {
