@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -15,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/e2e/testenv"
 	"github.com/fluxfed/fluxfed/hub"
 )
 
@@ -123,4 +125,28 @@ func testFluxsViewOfTheBurstsIsReported(t *testing.T, f *federation) {
 	require.True(t, meta.IsStatusConditionTrue(got.Status.Conditions, fluxv1alpha2.ConditionBurstsReady))
 	require.Equal(t, "1/1", got.Status.BurstSummary)
 	require.NoError(t, f.hub.Client.Delete(ctx, root))
+}
+
+// TestNewExecReportsWhatTheAPIServerSays runs the real exec of the pods/exec subresource against
+// a real API server. envtest runs no kubelet, so the exec is refused before it reaches a node;
+// the error must say so rather than hang or read as empty output.
+func TestNewExecReportsWhatTheAPIServerSays(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := context.Background()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "lead", Namespace: "default"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "flux", Image: "busybox"}}},
+	}
+	require.NoError(t, env.Client.Create(ctx, pod))
+	run, err := hub.NewExec(env.Config)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	out, err := run(ctx, "default", "lead", "flux", []string{"flux", "uptime"})
+	require.Error(t, err)
+	require.Empty(t, out)
+	require.Contains(t, err.Error(), "does not have a host assigned")
+
+	_, err = run(ctx, "default", "no-such-pod", "flux", []string{"flux", "uptime"})
+	require.ErrorContains(t, err, "not found")
 }
