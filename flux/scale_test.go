@@ -15,7 +15,10 @@ func TestDecideOnTheFixtures(t *testing.T) {
 	burst := func(floor, running int) []Burst {
 		return []Burst{{Name: "burst-0", Start: 2, Reserved: 2, Floor: floor, Running: running}}
 	}
-	noJobs := func(v *View) { v.Jobs = nil; v.Ranks[0].Jobs, v.Ranks[1].Jobs, v.Ranks[2].Jobs, v.Ranks[3].Jobs = 0, 0, 0, 0 }
+	noJobs := func(v *View) {
+		v.Jobs = nil
+		v.Ranks[0].Jobs, v.Ranks[1].Jobs, v.Ranks[2].Jobs, v.Ranks[3].Jobs = 0, 0, 0, 0
+	}
 	drainedByUs := func(state string, online bool) func(*View) {
 		return func(v *View) {
 			for r := 2; r < 4; r++ {
