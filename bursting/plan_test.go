@@ -392,7 +392,7 @@ func TestChildSpecCoversEveryField(t *testing.T) {
 		reflect.TypeFor[fluxv1alpha2.Commands](): {
 			"Init", "Pre", "BrokerPre", "WorkerPre", "ServicePre", "Post", "Prefix", "Script", "RunFluxAsRoot",
 		},
-		reflect.TypeFor[fluxv1alpha2.Bursting](): {"LeadBroker", "Hostlist", "Clusters", "Expose"},
+		reflect.TypeFor[fluxv1alpha2.Bursting](): {"LeadBroker", "Hostlist", "Clusters", "Expose", "Scaling"},
 		reflect.TypeFor[fluxv1alpha2.Burst]():    {"Name", "Size", "MaxSize", "Cluster", "Namespace"},
 		reflect.TypeFor[fluxv1alpha2.Network]():  {"HeadlessName", "DisableAffinity"},
 	}

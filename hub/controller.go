@@ -174,8 +174,9 @@ func (r *Reconciler) burst(ctx context.Context, root *fluxv1alpha2.MiniCluster) 
 		return reconcile.Result{}, err
 	}
 	if fed.plan != nil {
-		r.push(ctx, root, fed, events)
 		obs := r.observeFlux(ctx, root)
+		r.scale(ctx, root, fed, obs, events)
+		r.push(ctx, root, fed, events)
 		fed.flux = fluxStatus(obs)
 		fed.requeue = sooner(fed.requeue, obs.next, r.joinFlux(fed.plan, obs, fed.bursts))
 	}

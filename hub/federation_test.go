@@ -169,17 +169,19 @@ func (e *fakeExec) run(ctx context.Context, namespace, pod, container string, ar
 
 // standInFlux makes the commands run in namespace's lead broker find a flux that prints, for
 // the commands the hub runs, what the files uptime, status, drain and jobs of the returned
-// directory hold (the test writes them in flux-core's formats).
+// directory hold (the test writes them in flux-core's formats), and records the drains and
+// undrains it is asked for in the file commands.
 func (e *fakeExec) standInFlux(t testing.TB, namespace string) string {
 	t.Helper()
 	dir := t.TempDir()
 	script := `#!/bin/sh
 d='` + dir + `'
-case "$1 $2" in
-"uptime ") cat "$d/uptime" ;;
-"resource status") cat "$d/status" ;;
-"resource drain") cat "$d/drain" ;;
-"jobs -A") cat "$d/jobs" ;;
+case "$1 $2 $3" in
+"uptime  ") cat "$d/uptime" ;;
+"resource status -n") cat "$d/status" ;;
+"resource drain -n") cat "$d/drain" ;;
+"jobs -A --json") cat "$d/jobs" ;;
+"resource drain "*|"resource undrain "*) printf '%s\n' "$*" >>"$d/commands" ;;
 *) echo "flux: unexpected command $*" >&2; exit 1 ;;
 esac
 `

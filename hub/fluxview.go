@@ -99,6 +99,13 @@ type fluxWatch struct {
 	// waiting holds, per burst, since when its pods ran while Flux did not see its brokers
 	// all online.
 	waiting map[string]time.Time
+	// idle tracks the ranks that run no job; sizes the brokers each burst was given, under
+	// on-demand scaling.
+	idle  flux.Idle
+	sizes map[string]int32
+	// stale is set when a scaling step changed the instance since view was read: no step is
+	// decided on it again.
+	stale bool
 }
 
 // fluxObservation is what one reconcile knows of the root's instance.
@@ -113,7 +120,7 @@ type fluxObservation struct {
 // observeFlux asks the root's instance what it sees, unless it was asked less than its interval
 // ago or is being asked: then the last answer stands.
 func (r *Reconciler) observeFlux(ctx context.Context, root *fluxv1alpha2.MiniCluster) fluxObservation {
-	v, _ := r.fluxWatches.LoadOrStore(root.UID, &fluxWatch{waiting: map[string]time.Time{}})
+	v, _ := r.fluxWatches.LoadOrStore(root.UID, &fluxWatch{waiting: map[string]time.Time{}, idle: flux.Idle{}})
 	w := v.(*fluxWatch)
 	now := r.opts.Clock()
 	w.mu.Lock()
@@ -137,7 +144,8 @@ func (r *Reconciler) observeFlux(ctx context.Context, root *fluxv1alpha2.MiniClu
 	}
 	w.at, w.err = now, err
 	if err == nil {
-		w.view = view
+		w.view, w.stale = view, false
+		w.idle.Observe(view, now)
 	}
 	return fluxObservation{view: w.view, err: w.err, next: w.interval, w: w}
 }
@@ -154,20 +162,9 @@ func (r *Reconciler) askFlux(ctx context.Context, root *fluxv1alpha2.MiniCluster
 	if root.Spec.Flux.DisableSocket {
 		return nil, errors.New("spec.flux.disableSocket is set, so the lead broker's local URI is not at a path the hub can find")
 	}
-	var pods corev1.PodList
-	if err := r.client.List(ctx, &pods, client.InNamespace(root.Namespace), client.MatchingLabels(LeadBrokerSelector(root))); err != nil {
-		return nil, fmt.Errorf("listing the lead broker pod: %w", err)
-	}
-	container := fluxContainerName(root)
-	var pod *corev1.Pod
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil && containerRunning(p, container) {
-			pod = p
-		}
-	}
-	if pod == nil {
-		return nil, errors.New("the lead broker's container is not running")
+	pod, container, err := r.leadContainer(ctx, root)
+	if err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.opts.FluxTimeout)
 	defer cancel()
@@ -180,6 +177,22 @@ func (r *Reconciler) askFlux(ctx context.Context, root *fluxv1alpha2.MiniCluster
 		return nil, fmt.Errorf("reading what flux printed in pod %s: %w", pod.Name, err)
 	}
 	return view, nil
+}
+
+// leadContainer returns the root's running lead broker pod and the name of its Flux container.
+func (r *Reconciler) leadContainer(ctx context.Context, root *fluxv1alpha2.MiniCluster) (*corev1.Pod, string, error) {
+	var pods corev1.PodList
+	if err := r.client.List(ctx, &pods, client.InNamespace(root.Namespace), client.MatchingLabels(LeadBrokerSelector(root))); err != nil {
+		return nil, "", fmt.Errorf("listing the lead broker pod: %w", err)
+	}
+	container := fluxContainerName(root)
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil && containerRunning(p, container) {
+			return p, container, nil
+		}
+	}
+	return nil, "", errors.New("the lead broker's container is not running")
 }
 
 // fluxContainerName is the name of the container that runs the root's brokers.

@@ -17,52 +17,94 @@ import (
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/e2e/testenv"
+	"github.com/fluxfed/fluxfed/flux"
 	"github.com/fluxfed/fluxfed/hub"
 )
 
+// fluxState is a stand-in instance: the ranks online, those fluxfed drained (drained, no job
+// there), the nodes one waiting job asks for (none when 0), and the ranks of a running job.
+type fluxState struct {
+	online, drained map[int]bool
+	pending         int
+	running         []int
+}
+
 // instance writes, in flux-core 0.88.0's formats (the fixtures of package flux), what a stand-in
-// flux in dir prints for an instance of hosts whose ranks online are online and where one job
-// waits for nodes nodes (none when 0).
-func instance(t *testing.T, dir string, hosts []string, online map[int]bool, nodes int) {
+// flux in dir prints for an instance of hosts in state st.
+func instance(t *testing.T, dir string, hosts []string, st fluxState) {
 	t.Helper()
-	var up, down []int
+	groups := map[string][]int{}
+	var order []string
+	offline := 0
 	for r := range hosts {
-		if online[r] {
-			up = append(up, r)
-		} else {
-			down = append(down, r)
+		state := "avail"
+		if st.drained[r] {
+			state = "drained"
 		}
+		if !st.online[r] {
+			state += "*"
+			offline++
+		}
+		if _, ok := groups[state]; !ok {
+			order = append(order, state)
+		}
+		groups[state] = append(groups[state], r)
 	}
 	uptime := fmt.Sprintf(" 12:00:00 run 1.5m,  owner root,  depth 0,  size %d", len(hosts))
-	if len(down) > 0 {
-		uptime += fmt.Sprintf(",  %d offline", len(down))
+	if len(st.drained) > 0 {
+		uptime += fmt.Sprintf(",  %d drained", len(st.drained))
 	}
-	var status strings.Builder
-	line := func(state, mark string, ranks []int) {
-		if len(ranks) == 0 {
-			return
-		}
-		var names []string
+	if offline > 0 {
+		uptime += fmt.Sprintf(",  %d offline", offline)
+	}
+	names := func(ranks []int) string {
+		var n []string
 		for _, r := range ranks {
-			names = append(names, hosts[r])
+			n = append(n, hosts[r])
 		}
-		// One host per range keeps this writer simple; flux compresses, and both parse alike.
-		ids := make([]string, len(ranks))
-		for i, r := range ranks {
-			ids[i] = fmt.Sprint(r)
+		return strings.Join(n, ",")
+	}
+	var status, drain strings.Builder
+	for _, state := range order {
+		ranks := groups[state]
+		mark := "✔"
+		if strings.HasSuffix(state, "*") {
+			mark = "✗"
 		}
-		fmt.Fprintf(&status, "%s %s %d %s %s\n", state, mark, len(ranks), strings.Join(ids, ","), strings.Join(names, ","))
+		fmt.Fprintf(&status, "%s %s %d %s %s\n", state, mark, len(ranks), flux.FormatIDSet(ranks, false), names(ranks))
+		if strings.HasPrefix(state, "drained") {
+			fmt.Fprintf(&drain, "1795445812.0 %s %s %s %s\n", state, flux.FormatIDSet(ranks, false), names(ranks), flux.DrainReason)
+		}
 	}
-	line("avail", "✔", up)
-	line("avail*", "✗", down)
-	jobs := `{"jobs": []}`
-	if nodes > 0 {
-		jobs = fmt.Sprintf(`{"jobs": [{"t_submit": 1795445789.9, "name": "hostname", "ntasks": %d, "nnodes": %d, "state": "SCHED", "jobid": "\u01922dYwCQX"}]}`, nodes, nodes)
+	var jobs []string
+	if st.pending > 0 {
+		jobs = append(jobs, fmt.Sprintf(`{"t_submit": 1795445789.9, "ntasks": %d, "nnodes": %d, "state": "SCHED", "jobid": "\u01922dYwCQX"}`, st.pending, st.pending))
 	}
-	for name, data := range map[string]string{"uptime": uptime + "\n", "status": status.String(), "drain": "", "jobs": jobs + "\n"} {
+	if len(st.running) > 0 {
+		jobs = append(jobs, fmt.Sprintf(`{"t_submit": 1795445780.1, "ntasks": %d, "nnodes": %d, "state": "RUN", "ranks": %q, "nodelist": %q, "jobid": "\u01922gmjduy"}`,
+			len(st.running), len(st.running), flux.FormatIDSet(st.running, true), names(st.running)))
+	}
+	for name, data := range map[string]string{"uptime": uptime + "\n", "status": status.String(), "drain": drain.String(),
+		"jobs": `{"jobs": [` + strings.Join(jobs, ", ") + "]}\n"} {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name+".new"), []byte(data), 0o644))
 		require.NoError(t, os.Rename(filepath.Join(dir, name+".new"), filepath.Join(dir, name)))
 	}
+}
+
+// runningLead makes a running lead broker pod for root, whose Flux container is named container.
+func runningLead(t *testing.T, f *federation, root *fluxv1alpha2.MiniCluster, container string) {
+	t.Helper()
+	ctx := context.Background()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: root.Name + "-0-abcde", Namespace: root.Namespace, Labels: hub.LeadBrokerSelector(f.root(t, root))},
+		Spec:       corev1.PodSpec{NodeName: "node-" + root.Name, Containers: []corev1.Container{{Name: container, Image: "busybox"}}},
+	}
+	require.NoError(t, f.hub.Client.Create(ctx, pod))
+	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{
+		Name: container, Image: "busybox", Ready: true,
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}},
+	}}}
+	require.NoError(t, f.hub.Client.Status().Update(ctx, pod))
 }
 
 // testFluxsViewOfTheBurstsIsReported runs the hub's questions to a root's Flux instance against
@@ -86,17 +128,8 @@ func testFluxsViewOfTheBurstsIsReported(t *testing.T, f *federation) {
 
 	hosts := []string{"observed-0", "observed-1", "observed-2", "observed-3", "burst-a-0", "burst-a-1", "burst-a-2"}
 	dir := f.execs.standInFlux(t, ns)
-	instance(t, dir, hosts, map[int]bool{0: true, 1: true}, 4)
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "observed-0-abcde", Namespace: ns, Labels: hub.LeadBrokerSelector(f.root(t, root))},
-		Spec:       corev1.PodSpec{NodeName: "node-observed", Containers: []corev1.Container{{Name: "observed", Image: "busybox"}}},
-	}
-	require.NoError(t, f.hub.Client.Create(ctx, pod))
-	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{
-		Name: "observed", Image: "busybox", Ready: true,
-		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}},
-	}}}
-	require.NoError(t, f.hub.Client.Status().Update(ctx, pod))
+	instance(t, dir, hosts, fluxState{online: map[int]bool{0: true, 1: true}, pending: 4})
+	runningLead(t, f, root, "observed")
 
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		got := f.root(c, root)
@@ -116,7 +149,7 @@ func testFluxsViewOfTheBurstsIsReported(t *testing.T, f *federation) {
 	require.Equal(t, metav1.ConditionFalse, cond.Status)
 
 	// The brokers join: Joined, and the job no longer waits.
-	instance(t, dir, hosts, map[int]bool{0: true, 1: true, 4: true, 5: true}, 0)
+	instance(t, dir, hosts, fluxState{online: map[int]bool{0: true, 1: true, 4: true, 5: true}})
 	s = f.waitBurst(t, root, "burst-a", fluxv1alpha2.BurstJoined)
 	require.Equal(t, int32(2), s.Online)
 	require.Equal(t, "2 of 2 brokers ready and online in the root's Flux instance", s.Message)

@@ -61,6 +61,7 @@ func TestOnOneFederation(t *testing.T) {
 		{"WhatSomeoneElseChangesIsPutBack", testWhatSomeoneElseChangesIsPutBack},
 		{"ResizingABurstWithinItsReservationRestartsNoBroker", testResizingABurstWithinItsReservationRestartsNoBroker},
 		{"FluxsViewOfTheBurstsIsReported", testFluxsViewOfTheBurstsIsReported},
+		{"ABurstGrowsForWaitingJobsAndShrinksOnceDrained", testABurstGrowsForWaitingJobsAndShrinksOnceDrained},
 		// Last: they cut member-b for a while.
 		{"AnUnreachableMemberDoesNotStopTheOthers", testAnUnreachableMemberDoesNotStopTheOthers},
 		{"AnOutageIsReportedAndWhatChangedMeanwhileIsPutBack", testAnOutageIsReportedAndWhatChangedMeanwhileIsPutBack},

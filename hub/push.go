@@ -93,7 +93,17 @@ func (r *Reconciler) push(ctx context.Context, root *fluxv1alpha2.MiniCluster, f
 				}
 				continue
 			}
-			child, err := r.pushChild(ctx, l, state.Cluster, mcl.Spec, children[o.Name], fed.cert, live)
+			c := children[o.Name]
+			if o.Size != c.Size {
+				// On-demand scaling runs the burst at another size than its spec's.
+				mc, err := c.WithSize(o.Size)
+				if err != nil {
+					o.Err, ok = err, false
+					continue
+				}
+				c.MiniCluster = mc
+			}
+			child, err := r.pushChild(ctx, l, state.Cluster, mcl.Spec, c, fed.cert, live)
 			o.Child = child
 			if err != nil {
 				o.Err, o.ErrReason, ok = err, classify(err), false

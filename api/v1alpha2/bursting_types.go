@@ -1,5 +1,11 @@
 package v1alpha2
 
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
 // Bursting lets a Flux instance span more than one MiniCluster.
 //
 // On the root MiniCluster (no leadBroker) it lists the bursts whose hosts the instance reserves,
@@ -39,6 +45,53 @@ type Bursting struct {
 	// a NodePort Service is used.
 	// +optional
 	Expose *Expose `json:"expose,omitempty"`
+
+	// scaling says who decides how many brokers each burst runs. Unset (or mode Manual): each
+	// burst runs its size. With mode OnDemand, the fluxfed hub runs between size and maxSize
+	// brokers per burst, as the root's Flux instance needs them (docs/bursting.md).
+	// +optional
+	Scaling *Scaling `json:"scaling,omitempty"`
+}
+
+// Scaling is how the hub sizes a root's bursts.
+type Scaling struct {
+	// mode is Manual (each burst runs its size) or OnDemand (the hub grows a burst up to its
+	// maxSize while jobs wait that the instance cannot run, and shrinks it back to its size once
+	// its ranks idled for scaleDownAfter, draining them in Flux first).
+	// +optional
+	// +kubebuilder:default=Manual
+	Mode ScalingMode `json:"mode,omitempty"`
+
+	// scaleDownAfter is how long a rank above a burst's size must run no job before it is
+	// drained and removed, for example "5m" (the default).
+	// +optional
+	ScaleDownAfter *metav1.Duration `json:"scaleDownAfter,omitempty"`
+}
+
+// ScalingMode says who sizes the bursts.
+//
+// +kubebuilder:validation:Enum=Manual;OnDemand
+type ScalingMode string
+
+const (
+	// ScalingManual runs each burst at its size.
+	ScalingManual ScalingMode = "Manual"
+	// ScalingOnDemand lets the hub size the bursts from the root's Flux queue.
+	ScalingOnDemand ScalingMode = "OnDemand"
+)
+
+// DefaultScaleDownAfter is spec.flux.bursting.scaling.scaleDownAfter when unset.
+const DefaultScaleDownAfter = 5 * time.Minute
+
+// OnDemand reports whether the hub sizes the bursts, and after how long idle ranks go.
+func (b *Bursting) OnDemand() (bool, time.Duration) {
+	if b.Scaling == nil || b.Scaling.Mode != ScalingOnDemand {
+		return false, 0
+	}
+	if b.Scaling.ScaleDownAfter != nil && b.Scaling.ScaleDownAfter.Duration > 0 {
+		return true, b.Scaling.ScaleDownAfter.Duration
+	}
+	return true, DefaultScaleDownAfter
 }
 
 // Burst is one group of brokers that joins the instance from outside the MiniCluster.

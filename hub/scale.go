@@ -1,0 +1,122 @@
+package hub
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+
+	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/flux"
+	"github.com/fluxfed/fluxfed/member/render/scripts"
+)
+
+// Reasons of the events of on-demand scaling.
+const (
+	// EventBurstScaledUp: the hub raised a burst's brokers for jobs that wait.
+	EventBurstScaledUp = "BurstScaledUp"
+	// EventBurstScaledDown: the hub drained a burst's idle ranks, or removed them once drained.
+	EventBurstScaledDown = "BurstScaledDown"
+	// EventScalingFailed: a flux command of a scaling step failed; the step is tried again.
+	EventScalingFailed = "ScalingFailed"
+)
+
+// scale sizes the bursts of a root whose spec.flux.bursting.scaling is OnDemand: it applies the
+// on-demand rule (flux.Decide) to what the root's instance said, runs the drains and undrains
+// it asks for in the lead broker's container, and sets each burst observation's Size to the
+// brokers the burst runs from now on. Without OnDemand, or before the instance answered, each
+// burst runs the size it was last given (its spec size at first).
+//
+// The size a burst was given is kept in memory and, across a restart of the hub, in the root's
+// status.bursts[].size, so a restarted hub never shrinks a burst that runs jobs.
+func (r *Reconciler) scale(ctx context.Context, root *fluxv1alpha2.MiniCluster, fed *federation, obs fluxObservation, events *eventQueue) {
+	onDemand, after := root.Spec.Flux.Bursting.OnDemand()
+	if !onDemand || fed.plan == nil || obs.w == nil {
+		return
+	}
+	w := obs.w
+	w.mu.Lock()
+	if w.sizes == nil {
+		w.sizes = map[string]int32{}
+	}
+	var bursts []flux.Burst
+	var index []int
+	for i := range fed.bursts {
+		o := &fed.bursts[i]
+		g, ok := group(fed.plan, o.Name)
+		if o.Reserved || !ok {
+			continue
+		}
+		size, known := w.sizes[o.Name]
+		if !known {
+			size = o.Size
+			for _, s := range root.Status.Bursts {
+				if s.Name == o.Name {
+					size = s.Size
+				}
+			}
+		}
+		floor := o.Size
+		size = min(max(size, floor), o.MaxSize)
+		w.sizes[o.Name] = size
+		o.Size = size
+		bursts = append(bursts, flux.Burst{Name: o.Name, Start: g.Start, Reserved: g.End - g.Start, Floor: int(floor), Running: int(size)})
+		index = append(index, i)
+	}
+	var steps []flux.Step
+	if obs.view != nil && obs.err == nil && !w.stale {
+		steps = flux.Decide(obs.view, bursts, w.idle, r.opts.Clock(), after)
+	}
+	w.mu.Unlock()
+
+	for _, s := range steps {
+		var o *BurstObservation
+		for j, b := range bursts {
+			if b.Name == s.Burst {
+				o = &fed.bursts[index[j]]
+			}
+		}
+		if o == nil || o.Err != nil || o.Keep {
+			continue // a burst that cannot be pushed now is not resized now
+		}
+		if len(s.Undrain) > 0 && !r.fluxCommand(ctx, root, events, flux.UndrainArgs(s.Undrain)) {
+			continue
+		}
+		if len(s.Drain) > 0 {
+			if !r.fluxCommand(ctx, root, events, flux.DrainArgs(s.Drain)) {
+				continue
+			}
+			events.add(corev1.EventTypeNormal, EventBurstScaledDown, "Drain", "drained ranks %s of burst %s in Flux before it shrinks: %s",
+				flux.FormatIDSet(s.Drain, false), s.Burst, s.Reason)
+		}
+		// Ask again soon: the drain or the new brokers change what the instance says.
+		w.mu.Lock()
+		w.stale = true
+		w.at = w.at.Add(-w.interval)
+		w.interval = r.opts.FluxInterval
+		if s.Size != int(o.Size) {
+			verb, reason := "raised", EventBurstScaledUp
+			if s.Size < int(o.Size) {
+				verb, reason = "lowered", EventBurstScaledDown
+			}
+			events.add(corev1.EventTypeNormal, reason, "Scale", "%s burst %s from %d to %d brokers: %s", verb, s.Burst, o.Size, s.Size, s.Reason)
+			o.Size = int32(s.Size)
+			w.sizes[s.Burst] = o.Size
+		}
+		w.mu.Unlock()
+	}
+}
+
+// fluxCommand runs argv with flux in the root's lead broker container; a failure is an event.
+func (r *Reconciler) fluxCommand(ctx context.Context, root *fluxv1alpha2.MiniCluster, events *eventQueue, argv []string) bool {
+	pod, container, err := r.leadContainer(ctx, root)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(ctx, r.opts.FluxTimeout)
+		defer cancel()
+		_, err = r.opts.Exec(ctx, pod.Namespace, pod.Name, container, flux.Command(scripts.MountPath(root), argv...))
+	}
+	if err != nil {
+		events.add(corev1.EventTypeWarning, EventScalingFailed, "Scale", "%v failed: %v", argv, err)
+		return false
+	}
+	return true
+}
