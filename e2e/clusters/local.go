@@ -212,6 +212,10 @@ func (l *localProvider) up(ctx context.Context, env *Environment, c *Cluster) er
 				// renews a lease late on a busy machine), so the taint would stay for good.
 				"--disable-admission-plugins=TaintNodesByCondition",
 				"--allow-privileged=true",
+				// The hub runs flux in lead broker containers through pods/exec: the API server
+				// would dial the node's Hostname address first, a name only DNS could resolve.
+				// The InternalIP is a loopback address of this machine.
+				"--kubelet-preferred-address-types=InternalIP",
 				"--profiling=false",
 			},
 		}, nil
