@@ -31,7 +31,7 @@ type fluxState struct {
 
 // instance writes, in flux-core 0.88.0's formats (the fixtures of package flux), what a stand-in
 // flux in dir prints for an instance of hosts in state st.
-func instance(t *testing.T, dir string, hosts []string, st fluxState) {
+func instance(t testing.TB, dir string, hosts []string, st fluxState) {
 	t.Helper()
 	groups := map[string][]int{}
 	var order []string
@@ -92,7 +92,7 @@ func instance(t *testing.T, dir string, hosts []string, st fluxState) {
 }
 
 // runningLead makes a running lead broker pod for root, whose Flux container is named container.
-func runningLead(t *testing.T, f *federation, root *fluxv1alpha2.MiniCluster, container string) {
+func runningLead(t testing.TB, f *federation, root *fluxv1alpha2.MiniCluster, container string) {
 	t.Helper()
 	ctx := context.Background()
 	pod := &corev1.Pod{

@@ -2,8 +2,10 @@ package hub_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -84,4 +86,82 @@ func testABurstGrowsForWaitingJobsAndShrinksOnceDrained(t *testing.T, f *federat
 		require.True(c, strings.HasSuffix(string(data), "resource undrain 4\n"), string(data))
 	}, wait, tick)
 	require.NoError(t, f.hub.Client.Delete(ctx, root))
+}
+
+// BenchmarkOnDemandCycle measures one on-demand cycle against a stand-in flux in the lead
+// broker's container (a hub and a member API server in this process; the hub asks Flux every
+// second, FluxInterval, and shrinks after 2 s idle):
+//
+//	go test ./hub -run '^$' -bench OnDemandCycle -benchtime 5x
+//
+// It reports, as medians over the runs: decide-ms, from a job that waits for the burst's ranks
+// until the hub raised the burst's child (the decision and its push); drain-ms, from the end of
+// the job until the hub drained the idle rank in Flux, less the 2 s idle time; shrink-ms, from
+// Flux reporting the rank drained until the child is gone; and jobs-killed, the ranks removed
+// while the stand-in's job ran on them (0 by construction of the rule, counted anyway).
+func BenchmarkOnDemandCycle(b *testing.B) {
+	f := startFederation(b, hub.Options{FluxInterval: time.Second, FluxIntervalMax: time.Second}, "member-a")
+	ctx := context.Background()
+	a := f.members["member-a"]
+	const idle = 2 * time.Second
+	var decide, drain, shrink []time.Duration
+	killed := 0
+	i := 0
+	for b.Loop() {
+		i++
+		ns := f.namespace(b)
+		root := newRoot(ns, fmt.Sprintf("cycle-%d", i), fluxv1alpha2.Burst{Name: "burst-a", Cluster: "member-a", Size: 0, MaxSize: 2})
+		root.Spec.Flux.Bursting.Scaling = &fluxv1alpha2.Scaling{Mode: fluxv1alpha2.ScalingOnDemand, ScaleDownAfter: &metav1.Duration{Duration: idle}}
+		require.NoError(b, f.hub.Client.Create(ctx, root))
+		f.waitBurst(b, root, "burst-a", fluxv1alpha2.BurstReserved)
+		hosts := []string{root.Name + "-0", root.Name + "-1", root.Name + "-2", root.Name + "-3", "burst-a-0", "burst-a-1"}
+		dir := f.execs.standInFlux(b, ns)
+		instance(b, dir, hosts, fluxState{online: map[int]bool{0: true, 1: true}})
+		runningLead(b, f, root, root.Name)
+		time.Sleep(1500 * time.Millisecond) // the hub has seen the idle instance
+
+		start := time.Now()
+		instance(b, dir, hosts, fluxState{online: map[int]bool{0: true, 1: true}, pending: 4})
+		for c := a.child(b, ns, "burst-a"); c == nil || c.Spec.Size != 2; c = a.child(b, ns, "burst-a") {
+			time.Sleep(5 * time.Millisecond)
+		}
+		decide = append(decide, time.Since(start))
+
+		running := []int{0, 1, 4, 5}
+		instance(b, dir, hosts, fluxState{online: map[int]bool{0: true, 1: true, 4: true, 5: true}, running: running})
+		time.Sleep(idle + time.Second)
+		if c := a.child(b, ns, "burst-a"); c == nil || c.Spec.Size != 2 {
+			killed++ // shrunk while its job ran
+		}
+		start = time.Now()
+		instance(b, dir, hosts, fluxState{online: map[int]bool{0: true, 1: true, 4: true, 5: true}})
+		for {
+			data, _ := os.ReadFile(filepath.Join(dir, "commands"))
+			if strings.Contains(string(data), "resource drain") {
+				break
+			}
+			if c := a.child(b, ns, "burst-a"); c == nil || c.Spec.Size < 2 {
+				killed++ // removed before it was drained
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		drain = append(drain, time.Since(start)-idle)
+
+		start = time.Now()
+		instance(b, dir, hosts, fluxState{online: map[int]bool{0: true, 1: true, 4: true, 5: true}, drained: map[int]bool{4: true, 5: true}})
+		for a.child(b, ns, "burst-a") != nil {
+			time.Sleep(5 * time.Millisecond)
+		}
+		shrink = append(shrink, time.Since(start))
+		require.NoError(b, f.hub.Client.Delete(ctx, root))
+	}
+	median := func(d []time.Duration) float64 {
+		slices.Sort(d)
+		return float64(d[len(d)/2].Milliseconds())
+	}
+	b.ReportMetric(median(decide), "decide-ms")
+	b.ReportMetric(median(drain), "drain-ms")
+	b.ReportMetric(median(shrink), "shrink-ms")
+	b.ReportMetric(float64(killed), "jobs-killed")
 }
