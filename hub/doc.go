@@ -13,6 +13,11 @@
 //     its MemberClusters, its children and their Secrets on the members), Reconcile, and the
 //     helper that runs a step on every member at once with a per-member timeout.
 //   - observe.go: the lead broker's endpoint and greeting, the plan, each burst's member state.
+//   - fluxview.go: what the root's Flux instance sees, asked with flux commands in the lead
+//     broker's container (pods/exec), one ask at a time per root, backing off while nothing
+//     changes; which bursts joined, and which do not.
+//   - scale.go: on-demand scaling: the sizes flux.Decide chooses, and the drains and undrains
+//     it asks for, run before the children are pushed at those sizes.
 //   - push.go: the lead broker Service, then each child and its Secret, through member/apply:
 //     never over what is not the root's, not at all when the member already holds it.
 //   - delete.go: children of bursts that left a member, the finalizer on deletion, the orphan
