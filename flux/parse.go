@@ -3,6 +3,7 @@ package flux
 import (
 	"encoding/json"
 	"fmt"
+	"iter"
 	"strconv"
 	"strings"
 
@@ -98,6 +99,17 @@ func ParseUptime(out string) (Uptime, error) {
 	return u, nil
 }
 
+// lines yields the lines of out that are not empty.
+func lines(out string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for line := range strings.SplitSeq(out, "\n") {
+			if line != "" && !yield(line) {
+				return
+			}
+		}
+	}
+}
+
 // count parses a non-negative count no larger than a rank.
 func count(s string) (int, error) {
 	if s == "" || strings.TrimLeft(s, "0123456789") != "" {
@@ -142,10 +154,7 @@ func ParseResourceStatus(out string) ([]ResourceGroup, error) {
 		return nil, err
 	}
 	var groups []ResourceGroup
-	for line := range strings.SplitSeq(strings.TrimSuffix(out, "\n"), "\n") {
-		if line == "" {
-			continue
-		}
+	for line := range lines(out) {
 		bad := func(reason string) error { return fmt.Errorf("flux resource status: %s in %q", reason, line) }
 		f := strings.Split(line, " ")
 		if len(f) != 5 {
@@ -289,10 +298,7 @@ func ParseOverlayStatus(out string) ([]OverlayRank, error) {
 		return nil, err
 	}
 	var ranks []OverlayRank
-	for line := range strings.SplitSeq(strings.TrimSuffix(out, "\n"), "\n") {
-		if line == "" {
-			continue
-		}
+	for line := range lines(out) {
 		bad := func(reason string) error { return fmt.Errorf("flux overlay status: %s in %q", reason, line) }
 		rank, rest, ok := strings.Cut(line, " ")
 		if !ok {
@@ -338,10 +344,7 @@ func ParseDrain(out string) ([]Drain, error) {
 		return nil, err
 	}
 	var drains []Drain
-	for line := range strings.SplitSeq(strings.TrimSuffix(out, "\n"), "\n") {
-		if line == "" {
-			continue
-		}
+	for line := range lines(out) {
 		bad := func(reason string) error { return fmt.Errorf("flux resource drain: %s in %q", reason, line) }
 		f := strings.SplitN(line, " ", 5)
 		if len(f) < 4 {
