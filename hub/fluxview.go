@@ -275,9 +275,11 @@ func (r *Reconciler) joinFlux(plan *bursting.Plan, obs fluxObservation, bursts [
 			}
 			continue
 		}
-		o.NotJoining = fmt.Sprintf("its %d brokers run, but the root's Flux instance has seen only %d of them online for %v: "+
+		// The message names the bound, not the time elapsed, so that it changes only with the
+		// state: a stuck burst costs no status write per look.
+		o.NotJoining = fmt.Sprintf("its %d brokers run, but the root's Flux instance has seen only %d of them online for more than %v: "+
 			"check that the member reaches the lead broker at %s and that the brokers hold the root's certificate",
-			o.Size, c.Online, now.Sub(since).Round(time.Second), plan.Lead)
+			o.Size, c.Online, r.opts.JoinTimeout, plan.Lead)
 	}
 	return next
 }
