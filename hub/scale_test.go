@@ -72,7 +72,7 @@ func testABurstGrowsForWaitingJobsAndShrinksOnceDrained(t *testing.T, f *federat
 	require.Equal(t, int32(1), a.child(t, ns, "burst-a").Spec.Size, "not removed before Flux reports it drained")
 	instance(t, dir, hosts, fluxState{online: withBurst, drained: map[int]bool{4: true}})
 	f.waitBurst(t, root, "burst-a", fluxv1alpha2.BurstReserved)
-	require.Nil(t, a.child(t, ns, "burst-a"))
+	require.EventuallyWithT(t, func(c *assert.CollectT) { require.Nil(c, a.child(c, ns, "burst-a")) }, wait, tick)
 	f.requireEvent(t, ns, hub.EventBurstScaledDown, "lowered burst burst-a from 1 to 0 brokers: no job waits, and ranks 4 ran no job for 1s")
 
 	// A job waits again: the rank is undrained as its broker starts again.
