@@ -120,7 +120,10 @@ type fluxObservation struct {
 // observeFlux asks the root's instance what it sees, unless it was asked less than its interval
 // ago or is being asked: then the last answer stands.
 func (r *Reconciler) observeFlux(ctx context.Context, root *fluxv1alpha2.MiniCluster) fluxObservation {
-	v, _ := r.fluxWatches.LoadOrStore(root.UID, &fluxWatch{waiting: map[string]time.Time{}, idle: flux.Idle{}})
+	v, ok := r.fluxWatches.Load(root.UID)
+	if !ok {
+		v, _ = r.fluxWatches.LoadOrStore(root.UID, &fluxWatch{waiting: map[string]time.Time{}, idle: flux.Idle{}})
+	}
 	w := v.(*fluxWatch)
 	now := r.opts.Clock()
 	w.mu.Lock()
@@ -162,21 +165,31 @@ func (r *Reconciler) askFlux(ctx context.Context, root *fluxv1alpha2.MiniCluster
 	if root.Spec.Flux.DisableSocket {
 		return nil, errors.New("spec.flux.disableSocket is set, so the lead broker's local URI is not at a path the hub can find")
 	}
+	out, err := r.runInLead(ctx, root, flux.ObserveCommand(scripts.MountPath(root)))
+	if err != nil {
+		return nil, err
+	}
+	view, err := flux.ParseObservation(string(out))
+	if err != nil {
+		return nil, fmt.Errorf("reading what flux printed in the lead broker's container: %w", err)
+	}
+	return view, nil
+}
+
+// runInLead runs argv in the Flux container of the root's running lead broker pod, bounded by
+// FluxTimeout.
+func (r *Reconciler) runInLead(ctx context.Context, root *fluxv1alpha2.MiniCluster, argv []string) ([]byte, error) {
 	pod, container, err := r.leadContainer(ctx, root)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.opts.FluxTimeout)
 	defer cancel()
-	out, err := r.opts.Exec(ctx, pod.Namespace, pod.Name, container, flux.ObserveCommand(scripts.MountPath(root)))
+	out, err := r.opts.Exec(ctx, pod.Namespace, pod.Name, container, argv)
 	if err != nil {
 		return nil, fmt.Errorf("running flux in pod %s, container %s: %w", pod.Name, container, err)
 	}
-	view, err := flux.ParseObservation(string(out))
-	if err != nil {
-		return nil, fmt.Errorf("reading what flux printed in pod %s: %w", pod.Name, err)
-	}
-	return view, nil
+	return out, nil
 }
 
 // leadContainer returns the root's running lead broker pod and the name of its Flux container.

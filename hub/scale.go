@@ -108,13 +108,7 @@ func (r *Reconciler) scale(ctx context.Context, root *fluxv1alpha2.MiniCluster, 
 
 // fluxCommand runs argv with flux in the root's lead broker container; a failure is an event.
 func (r *Reconciler) fluxCommand(ctx context.Context, root *fluxv1alpha2.MiniCluster, events *eventQueue, argv []string) bool {
-	pod, container, err := r.leadContainer(ctx, root)
-	if err == nil {
-		ctx, cancel := context.WithTimeout(ctx, r.opts.FluxTimeout)
-		defer cancel()
-		_, err = r.opts.Exec(ctx, pod.Namespace, pod.Name, container, flux.Command(scripts.MountPath(root), argv...))
-	}
-	if err != nil {
+	if _, err := r.runInLead(ctx, root, flux.Command(scripts.MountPath(root), argv...)); err != nil {
 		events.add(corev1.EventTypeWarning, EventScalingFailed, "Scale", "%v failed: %v", argv, err)
 		return false
 	}
