@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
@@ -120,11 +121,12 @@ func testResizingABurstWithinItsReservationRestartsNoBroker(t *testing.T, f *fed
 	require.Equal(t, "elastic-[0-3],burst-a-[0-2],burst-b-[0-1]", f.root(t, root).Status.Hostlist)
 
 	// Past the reservation the API server refuses, and says why.
-	err := f.hub.Client.Update(ctx, func() *fluxv1alpha2.MiniCluster {
+	// A status write of the controllers in between is a conflict, not the answer: retried.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		mc := f.root(t, root)
 		mc.Spec.Flux.Bursting.Clusters[1].Size = 3
-		return mc
-	}())
+		return f.hub.Client.Update(ctx, mc)
+	})
 	require.True(t, apierrors.IsInvalid(err), "%v", err)
 	require.ErrorContains(t, err, "size must not exceed maxSize")
 
