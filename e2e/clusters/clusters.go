@@ -123,6 +123,15 @@ type Cluster struct {
 
 	// index orders the clusters and picks their address ranges.
 	index int
+	// kubelet serves the nodes' kubelet endpoint of a local cluster while this process runs.
+	kubelet *Forwarder
+}
+
+// closeKubelet stops serving the nodes' kubelet endpoint, if this process serves it.
+func (c *Cluster) closeKubelet() {
+	if c.kubelet != nil {
+		_ = c.kubelet.Close() // its connections end with it, which is the point
+	}
 }
 
 // provider brings a cluster up to the point where its kubeconfig reaches a serving API server, and

@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/fluxfed/fluxfed/e2e/netguard"
+	"github.com/fluxfed/fluxfed/hub"
 	"github.com/fluxfed/fluxfed/hub/members"
 )
 
@@ -102,6 +103,43 @@ func TestLocalClusters(t *testing.T) {
 			require.Equal(t, "BROKER? from 127.0.0.1\n", line)
 			require.NoError(t, conn.Close())
 		}
+	})
+
+	t.Run("exec runs on this machine for the pods an exec rule names", func(t *testing.T) {
+		c := env.Cluster("member-a")
+		cs := kubernetes.NewForConfigOrDie(c.Config)
+		pod, err := cs.CoreV1().Pods(metav1.NamespaceDefault).Create(t.Context(), &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "lead-0"},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "broker", Image: "example.invalid/flux:none"}}},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		eventually(t, "a Running pod", func() error {
+			p, err := cs.CoreV1().Pods(pod.Namespace).Get(t.Context(), pod.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if p.Status.Phase != corev1.PodRunning {
+				return errors.New("pod is " + string(p.Status.Phase))
+			}
+			return nil
+		})
+		exec, err := hub.NewExec(c.Config)
+		require.NoError(t, err)
+		_, err = exec(t.Context(), pod.Namespace, pod.Name, "broker", []string{"true"})
+		require.ErrorContains(t, err, "no exec found", "no rule names the pod yet")
+
+		dir := t.TempDir()
+		require.NoError(t, c.ExecLocally(t.Context(), pod.Namespace, pod.Name, dir, map[string]string{"GREETING": "hello"}))
+		eventually(t, "kwok to learn the rule", func() error {
+			out, err := exec(t.Context(), pod.Namespace, pod.Name, "broker", []string{"sh", "-c", `echo "$GREETING from $PWD"`})
+			if err != nil {
+				return err
+			}
+			if string(out) != "hello from "+dir+"\n" {
+				return errors.New("output " + string(out))
+			}
+			return nil
+		})
 	})
 
 	t.Run("job pods run until told to finish", func(t *testing.T) {

@@ -51,7 +51,7 @@ func TestKindNeedsTheCLI(t *testing.T) {
 // the way kind does (entries named kind-<name>) for a server that does not answer.
 func fakeKind(t *testing.T) (calls string, keys *pki) {
 	t.Helper()
-	keys, err := newPKI("kind", planFor(0).serviceIP())
+	keys, err := newPKI("kind", planFor(0).serviceIP(), nil)
 	require.NoError(t, err)
 	b64 := base64.StdEncoding.EncodeToString
 	bin := t.TempDir()

@@ -120,7 +120,7 @@ func TestMerge(t *testing.T) {
 // TestAdminKubeconfigPassesTheHubCheck writes a local cluster's kubeconfig and gives it to the
 // hub's check of member kubeconfigs: inline CA and client certificate, no files, no plugins.
 func TestAdminKubeconfigPassesTheHubCheck(t *testing.T) {
-	keys, err := newPKI("member-a", planFor(1).serviceIP())
+	keys, err := newPKI("member-a", planFor(1).serviceIP(), nil)
 	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "kubeconfig")
 	require.NoError(t, writeKubeconfig(path, adminKubeconfig("member-a", "https://127.0.0.1:6443", keys)))
@@ -135,7 +135,7 @@ func TestAdminKubeconfigPassesTheHubCheck(t *testing.T) {
 }
 
 func TestPKI(t *testing.T) {
-	keys, err := newPKI("hub", planFor(0).serviceIP())
+	keys, err := newPKI("hub", planFor(0).serviceIP(), nil)
 	require.NoError(t, err)
 	pool := x509.NewCertPool()
 	require.True(t, pool.AppendCertsFromPEM(keys.CACert))
@@ -159,7 +159,7 @@ func TestPKI(t *testing.T) {
 	require.Equal(t, []string{"system:masters"}, admin.Subject.Organization)
 
 	// Another cluster's CA does not vouch for this one's certificates.
-	other, err := newPKI("member-a", planFor(1).serviceIP())
+	other, err := newPKI("member-a", planFor(1).serviceIP(), nil)
 	require.NoError(t, err)
 	otherPool := x509.NewCertPool()
 	require.True(t, otherPool.AppendCertsFromPEM(other.CACert))

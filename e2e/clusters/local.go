@@ -2,6 +2,7 @@ package clusters
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"io"
@@ -15,10 +16,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
 
 	"github.com/fluxfed/fluxfed/e2e/k8sbin"
 	"github.com/fluxfed/fluxfed/e2e/netguard"
@@ -132,7 +136,11 @@ func (l *localProvider) path(name string) string { return filepath.Join(l.bin, n
 
 func (l *localProvider) up(ctx context.Context, env *Environment, c *Cluster) error {
 	plan := planFor(c.index)
-	keys, err := newPKI(c.Name, plan.serviceIP())
+	nodeIPs := make([]net.IP, l.nodes)
+	for n := range nodeIPs {
+		nodeIPs[n] = net.ParseIP(plan.nodeIP(n + 1))
+	}
+	keys, err := newPKI(c.Name, plan.serviceIP(), nodeIPs)
 	if err != nil {
 		return err
 	}
@@ -216,6 +224,9 @@ func (l *localProvider) up(ctx context.Context, env *Environment, c *Cluster) er
 				// would dial the node's Hostname address first, a name only DNS could resolve.
 				// The InternalIP is a loopback address of this machine.
 				"--kubelet-preferred-address-types=InternalIP",
+				// What answers there is kwok (see kubeletEndpoint), with a certificate of the
+				// cluster's CA: the API server checks it as it would check a kubelet's.
+				"--kubelet-certificate-authority=" + files.CACert,
 				"--profiling=false",
 			},
 		}, nil
@@ -233,6 +244,14 @@ func (l *localProvider) up(ctx context.Context, env *Environment, c *Cluster) er
 		}
 	}
 
+	if err := installKwokExec(ctx, c); err != nil {
+		return err
+	}
+	kwokPorts, err := l.ports.take(1)
+	if err != nil {
+		return err
+	}
+	kwokServer := "127.0.0.1:" + strconv.Itoa(kwokPorts[0])
 	kwokEnv := append(os.Environ(), "HOME="+c.Dir) // kwok also reads ~/.kwok/kwok.yaml; not the user's
 	for _, spec := range []procSpec{{
 		component: componentController, path: l.path(componentController),
@@ -261,6 +280,12 @@ func (l *localProvider) up(ctx context.Context, env *Environment, c *Cluster) er
 			"--manage-nodes-with-annotation-selector=" + annotationKwokNode + "=" + kwokNodeValue,
 			"--node-lease-duration-seconds=40",
 			"--cidr=" + plan.fallbackPodCIDR(),
+			// kwok's server is the nodes' kubelet endpoint: it runs exec requests for the pods
+			// that an Exec object names as local commands (e2e/fluxsim).
+			"--server-address=" + kwokServer,
+			"--tls-cert-file=" + files.KubeletCert,
+			"--tls-private-key-file=" + files.KubeletKey,
+			"--enable-crds=Exec",
 		},
 	}} {
 		spec.dir, spec.log = c.Dir, logPath(spec.component)
@@ -272,7 +297,70 @@ func (l *localProvider) up(ctx context.Context, env *Environment, c *Cluster) er
 			return err
 		}
 	}
-	return createNodes(ctx, cs, c.Name, plan, l.nodes)
+	if err := createNodes(ctx, cs, c.Name, plan, l.nodes); err != nil {
+		return err
+	}
+	return l.serveKubeletEndpoint(c, plan, kwokServer)
+}
+
+// kubeletPort is the port of every simulated node's kubelet endpoint (the Node's
+// status.daemonEndpoints), where the API server sends exec, attach, logs and port-forward.
+const kubeletPort = 10250
+
+// serveKubeletEndpoint forwards the kubelet port of every node of c to kwok's server, which
+// listens on 127.0.0.1 only: kwok has one server for all the nodes it simulates, and each node
+// has an address of its own. The forwarder lives as long as this process (Cluster.Close or
+// down ends it): clusters left running with Detach lose their kubelet endpoint, and so exec,
+// when the process that started them exits.
+func (l *localProvider) serveKubeletEndpoint(c *Cluster, plan addressPlan, kwokServer string) error {
+	nodes := make([]string, l.nodes)
+	for n := range nodes {
+		nodes[n] = plan.nodeIP(n + 1)
+	}
+	f, err := ForwardNodePort(nodes, kubeletPort, kwokServer)
+	if err != nil {
+		return fmt.Errorf("cluster %s: serving the nodes' kubelet endpoint: %w", c.Name, err)
+	}
+	c.kubelet = f
+	return nil
+}
+
+//go:embed kwok-exec-crd.yaml
+var kwokExecCRD []byte
+
+// installKwokExec installs kwok's Exec resource before kwok starts to watch it.
+func installKwokExec(ctx context.Context, c *Cluster) error {
+	cfg, err := restConfig(c.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	cs, err := apiextensionsclient.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.UnmarshalStrict(kwokExecCRD, crd); err != nil {
+		return fmt.Errorf("kwok's Exec resource: %w", err)
+	}
+	if _, err := cs.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("cluster %s: installing kwok's Exec resource: %w", c.Name, err)
+	}
+	for {
+		got, err := cs.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for _, cond := range got.Status.Conditions {
+			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster %s: kwok's Exec resource is not established: %w", c.Name, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 func (l *localProvider) nodeCount(perCluster int) int { return perCluster }
@@ -380,8 +468,9 @@ func simulatedNode(cluster string, plan addressPlan, n int) *corev1.Node {
 				{Type: corev1.NodeInternalIP, Address: plan.nodeIP(n)},
 				{Type: corev1.NodeHostName, Address: name},
 			},
-			Allocatable: nodeResources.DeepCopy(),
-			Capacity:    nodeResources.DeepCopy(),
+			Allocatable:     nodeResources.DeepCopy(),
+			Capacity:        nodeResources.DeepCopy(),
+			DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: kubeletPort}},
 		},
 	}
 }
@@ -390,6 +479,7 @@ func simulatedNode(cluster string, plan addressPlan, n int) *corev1.Node {
 // API server, then etcd, so that none of them spends its grace period retrying a server that went
 // away.
 func (l *localProvider) down(c *Cluster) error {
+	c.closeKubelet()
 	var clients, servers []*Process
 	for _, p := range c.Processes {
 		switch p.Component {

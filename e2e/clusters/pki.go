@@ -31,6 +31,8 @@ type pki struct {
 	CACert, CAKey        []byte
 	ServingCert          []byte
 	ServingKey           []byte
+	KubeletCert          []byte // kwok's serving certificate, for the nodes' kubelet endpoint
+	KubeletKey           []byte
 	AdminCert, AdminKey  []byte
 	ServiceAccountKey    []byte // private, signs service account tokens
 	ServiceAccountPubKey []byte // public, verifies them
@@ -40,13 +42,14 @@ type pki struct {
 
 // pkiFiles are where a cluster's key material is written, for the components that read files.
 type pkiFiles struct {
-	CACert, ServingCert, ServingKey, ServiceAccountKey, ServiceAccountPubKey string
+	CACert, ServingCert, ServingKey, KubeletCert, KubeletKey, ServiceAccountKey, ServiceAccountPubKey string
 }
 
 // newPKI creates a CA, a serving certificate for the API server valid for the loopback addresses,
-// the in-cluster names and serviceIP, an administrator's client certificate, and the service
-// account signing key. ECDSA P-256 keeps generation fast.
-func newPKI(clusterName string, serviceIP net.IP) (*pki, error) {
+// the in-cluster names and serviceIP, a serving certificate for the kubelet endpoint (kwok's
+// server) valid for 127.0.0.1 and nodeIPs, an administrator's client certificate, and the
+// service account signing key. ECDSA P-256 keeps generation fast.
+func newPKI(clusterName string, serviceIP net.IP, nodeIPs []net.IP) (*pki, error) {
 	now := time.Now()
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -77,6 +80,13 @@ func newPKI(clusterName string, serviceIP net.IP) (*pki, error) {
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}, now); err != nil {
 		return nil, fmt.Errorf("issuing the API server's serving certificate: %w", err)
+	}
+	if p.KubeletCert, p.KubeletKey, err = p.leaf(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: "kwok-kubelet-" + clusterName},
+		IPAddresses: append([]net.IP{net.IPv4(127, 0, 0, 1)}, nodeIPs...),
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}, now); err != nil {
+		return nil, fmt.Errorf("issuing the kubelet endpoint's serving certificate: %w", err)
 	}
 	if p.AdminCert, p.AdminKey, err = p.leaf(&x509.Certificate{
 		Subject:     pkix.Name{CommonName: adminUser, Organization: []string{adminGroup}},
@@ -152,6 +162,8 @@ func (p *pki) write(dir string) (pkiFiles, error) {
 		CACert:               filepath.Join(dir, "ca.crt"),
 		ServingCert:          filepath.Join(dir, "apiserver.crt"),
 		ServingKey:           filepath.Join(dir, "apiserver.key"),
+		KubeletCert:          filepath.Join(dir, "kubelet.crt"),
+		KubeletKey:           filepath.Join(dir, "kubelet.key"),
 		ServiceAccountKey:    filepath.Join(dir, "sa.key"),
 		ServiceAccountPubKey: filepath.Join(dir, "sa.pub"),
 	}
@@ -160,6 +172,8 @@ func (p *pki) write(dir string) (pkiFiles, error) {
 		filepath.Join(dir, "ca.key"): p.CAKey,
 		f.ServingCert:                p.ServingCert,
 		f.ServingKey:                 p.ServingKey,
+		f.KubeletCert:                p.KubeletCert,
+		f.KubeletKey:                 p.KubeletKey,
 		f.ServiceAccountKey:          p.ServiceAccountKey,
 		f.ServiceAccountPubKey:       p.ServiceAccountPubKey,
 	} {
