@@ -224,4 +224,12 @@ func TestHubManagerRefusesBadFlags(t *testing.T) {
 	err = run(context.Background(), []string{"manager", "--hub", "--hub-name", "h", "--dial-allow", "127.0.0.1", "--kubeconfig", writeKubeconfig(t, env)},
 		&bytes.Buffer{}, &bytes.Buffer{})
 	require.ErrorContains(t, err, `--dial-allow: "127.0.0.1" is not a CIDR such as 127.0.0.0/8`)
+
+	err = run(context.Background(), []string{"manager", "--hub", "--hub-name", "h", "--flux-interval", "1m", "--flux-interval-max", "10s", "--kubeconfig", writeKubeconfig(t, env)},
+		&bytes.Buffer{}, &bytes.Buffer{})
+	require.ErrorContains(t, err, `--flux-interval-max (10s) must be at least --flux-interval (1m0s)`)
+
+	err = run(context.Background(), []string{"manager", "--hub", "--hub-name", "h", "--join-timeout", "-1s", "--kubeconfig", writeKubeconfig(t, env)},
+		&bytes.Buffer{}, &bytes.Buffer{})
+	require.ErrorContains(t, err, `the join timeout must be positive, got -1s`)
 }

@@ -55,6 +55,10 @@ type managerOptions struct {
 	skipNamespaces       bool
 	cleanupTimeout       time.Duration
 	sweepInterval        time.Duration
+	fluxInterval         time.Duration
+	fluxIntervalMax      time.Duration
+	fluxTimeout          time.Duration
+	joinTimeout          time.Duration
 }
 
 func (o *managerOptions) bind(fs *flag.FlagSet) {
@@ -81,6 +85,10 @@ func (o *managerOptions) bind(fs *flag.FlagSet) {
 	fs.BoolVar(&o.skipNamespaces, "skip-member-namespaces", false, "do not create the children's namespaces on the members (they must exist)")
 	fs.DurationVar(&o.cleanupTimeout, "cleanup-timeout", hub.DefaultCleanupTimeout, "how long deleting a root waits for unreachable members before leaving their children to the orphan sweep")
 	fs.DurationVar(&o.sweepInterval, "orphan-sweep-interval", hub.DefaultSweepInterval, "how often the hub deletes, on every member, the children of roots that no longer exist")
+	fs.DurationVar(&o.fluxInterval, "flux-interval", hub.DefaultFluxInterval, "how often the hub asks the Flux instance of a root that bursts what it sees (flux commands in its lead broker's container)")
+	fs.DurationVar(&o.fluxIntervalMax, "flux-interval-max", hub.DefaultFluxIntervalMax, "the longest wait between two asks: each answer that changed nothing doubles the wait up to this")
+	fs.DurationVar(&o.fluxTimeout, "flux-timeout", hub.DefaultFluxTimeout, "how long one ask of a Flux instance may take")
+	fs.DurationVar(&o.joinTimeout, "join-timeout", hub.DefaultJoinTimeout, "how long a burst's brokers may run before the root's Flux instance sees them online; after it the burst is NotJoining")
 }
 
 // newScheme returns the types the manager works with: Kubernetes' built-in ones and MiniCluster.
@@ -190,6 +198,9 @@ func (o *managerOptions) hubOptions(ctx context.Context, cfg *rest.Config) (hub.
 	if errs := validation.IsValidLabelValue(name); len(errs) > 0 || name == "" {
 		return hub.Options{}, fmt.Errorf("--hub-name %q must be a non-empty label value: %s", name, strings.Join(errs, "; "))
 	}
+	if o.fluxIntervalMax < o.fluxInterval {
+		return hub.Options{}, fmt.Errorf("--flux-interval-max (%v) must be at least --flux-interval (%v)", o.fluxIntervalMax, o.fluxInterval)
+	}
 	var dial members.Dialer
 	if o.dialAllow != "" {
 		allowed, err := members.ParsePrefixes(o.dialAllow)
@@ -214,6 +225,10 @@ func (o *managerOptions) hubOptions(ctx context.Context, cfg *rest.Config) (hub.
 		CleanupTimeout:          o.cleanupTimeout,
 		SweepInterval:           o.sweepInterval,
 		MaxConcurrentReconciles: o.concurrency,
+		FluxInterval:            o.fluxInterval,
+		FluxIntervalMax:         o.fluxIntervalMax,
+		FluxTimeout:             o.fluxTimeout,
+		JoinTimeout:             o.joinTimeout,
 	}, nil
 }
 
