@@ -151,6 +151,26 @@ func Decide(v *View, bursts []Burst, idle Idle, now time.Time, after time.Durati
 	return steps
 }
 
+// NextDown returns when Decide will next shrink a burst of v if nothing changes meanwhile: the
+// earliest time the highest running rank above a burst's floor will have idled for after. It
+// reports false when no shrink is coming (a job waits, or no such rank idles).
+func NextDown(v *View, bursts []Burst, idle Idle, after time.Duration) (time.Time, bool) {
+	if v == nil || v.Uptime.State != "run" || v.Demand().Jobs > 0 {
+		return time.Time{}, false
+	}
+	var next time.Time
+	for _, b := range bursts {
+		top := b.Start + b.Running - 1
+		if b.Running <= b.Floor || top >= len(v.Ranks) || v.Ranks[top].Jobs > 0 {
+			continue
+		}
+		if since, ok := idle[top]; ok && (next.IsZero() || since.Add(after).Before(next)) {
+			next = since.Add(after)
+		}
+	}
+	return next, !next.IsZero()
+}
+
 // ours reports whether fluxfed drained the rank.
 func ours(r Rank) bool { return r.Drain != "" && r.DrainReason == DrainReason }
 

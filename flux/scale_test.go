@@ -116,3 +116,52 @@ func TestIdleObserve(t *testing.T) {
 	require.Empty(t, idle, "a rank that is not online has no idle time")
 	require.Nil(t, Decide(&View{Uptime: Uptime{State: "quorum"}}, nil, idle, t0, time.Minute))
 }
+
+func TestNextDown(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	const after = time.Minute
+	idleView := func() *View {
+		v := viewOf(t, "2-joined-running")
+		v.Jobs = nil
+		for r := range v.Ranks {
+			v.Ranks[r].Jobs = 0
+		}
+		return v
+	}
+	tests := []struct {
+		name   string
+		edit   func(*View)
+		bursts []Burst
+		want   time.Time
+	}{{
+		name: "the top rank above the floor idles: due after the idle time", bursts: []Burst{{Name: "b", Start: 2, Reserved: 2, Running: 2}},
+		want: t0.Add(after),
+	}, {
+		name: "a burst at its floor never shrinks", bursts: []Burst{{Name: "b", Start: 2, Reserved: 2, Floor: 2, Running: 2}},
+	}, {
+		name: "the top rank runs a job: the rule waits for it", bursts: []Burst{{Name: "b", Start: 2, Reserved: 2, Running: 2}},
+		edit: func(v *View) { v.Ranks[3].Jobs = 1 },
+	}, {
+		name: "a job waits: nothing shrinks", bursts: []Burst{{Name: "b", Start: 2, Reserved: 2, Running: 2}},
+		edit: func(v *View) { v.Jobs = []Job{{ID: "f1", State: "SCHED", Nodes: 1}} },
+	}, {
+		name: "nothing runs above the floor", bursts: []Burst{{Name: "b", Start: 2, Reserved: 2}},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := idleView()
+			if tt.edit != nil {
+				tt.edit(v)
+			}
+			idle := Idle{}
+			idle.Observe(v, t0)
+			got, ok := NextDown(v, tt.bursts, idle, after)
+			require.Equal(t, !tt.want.IsZero(), ok)
+			require.Equal(t, tt.want, got)
+			if ok {
+				require.Empty(t, Decide(v, tt.bursts, idle, got.Add(-time.Nanosecond), after), "not before it is due")
+				require.NotEmpty(t, Decide(v, tt.bursts, idle, got, after), "Decide acts when it is due")
+			}
+		})
+	}
+}

@@ -175,10 +175,10 @@ func (r *Reconciler) burst(ctx context.Context, root *fluxv1alpha2.MiniCluster) 
 	}
 	if fed.plan != nil {
 		obs := r.observeFlux(ctx, root)
-		r.scale(ctx, root, fed, obs, events)
+		idle := r.scale(ctx, root, fed, obs, events)
 		r.push(ctx, root, fed, events)
 		fed.flux = fluxStatus(obs)
-		fed.requeue = sooner(fed.requeue, obs.next, r.joinFlux(fed.plan, obs, fed.bursts))
+		fed.requeue = sooner(fed.requeue, obs.next, idle, r.joinFlux(fed.plan, obs, fed.bursts))
 	}
 	removeErr := r.removeStale(ctx, root, fed, events)
 	if err := r.writeStatus(ctx, root, fed, events); err != nil {

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -28,10 +29,14 @@ const (
 //
 // The size a burst was given is kept in memory and, across a restart of the hub, in the root's
 // status.bursts[].size, so a restarted hub never shrinks a burst that runs jobs.
-func (r *Reconciler) scale(ctx context.Context, root *fluxv1alpha2.MiniCluster, fed *federation, obs fluxObservation, events *eventQueue) {
+//
+// It returns how soon to look again when ranks will have idled long enough before the next ask
+// would come (0 when that is not so), and has the instance asked again then, so that a burst
+// shrinks when its idle time is up, on a fresh answer, whatever the asks backed off to.
+func (r *Reconciler) scale(ctx context.Context, root *fluxv1alpha2.MiniCluster, fed *federation, obs fluxObservation, events *eventQueue) time.Duration {
 	onDemand, after := root.Spec.Flux.Bursting.OnDemand()
 	if !onDemand || fed.plan == nil || obs.w == nil {
-		return
+		return 0
 	}
 	w := obs.w
 	w.mu.Lock()
@@ -63,8 +68,14 @@ func (r *Reconciler) scale(ctx context.Context, root *fluxv1alpha2.MiniCluster, 
 		index = append(index, i)
 	}
 	var steps []flux.Step
+	var wait time.Duration
 	if obs.view != nil && obs.err == nil && !w.stale {
-		steps = flux.Decide(obs.view, bursts, w.idle, r.opts.Clock(), after)
+		now := r.opts.Clock()
+		steps = flux.Decide(obs.view, bursts, w.idle, now, after)
+		if due, ok := flux.NextDown(obs.view, bursts, w.idle, after); ok && due.After(now) && due.Before(w.at.Add(w.interval)) {
+			w.interval = due.Sub(w.at)
+			wait = due.Sub(now)
+		}
 	}
 	w.mu.Unlock()
 
@@ -104,6 +115,7 @@ func (r *Reconciler) scale(ctx context.Context, root *fluxv1alpha2.MiniCluster, 
 		}
 		w.mu.Unlock()
 	}
+	return wait
 }
 
 // fluxCommand runs argv with flux in the root's lead broker container; a failure is an event.
