@@ -6,6 +6,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
@@ -24,7 +25,8 @@ type Side struct {
 	CurveCert   []byte
 }
 
-// Federation reads the sides of root (as read from the hub) from the clusters.
+// Federation reads the sides of root (as read from the hub) from the clusters; a burst without
+// a child (of size 0) has no side.
 func (f *Fleet) Federation(ctx context.Context, root *fluxv1alpha2.MiniCluster) ([]Side, error) {
 	sides := []Side{{Cluster: f.Hub.Name, MiniCluster: root}}
 	for _, b := range root.Spec.Flux.Bursting.Clusters {
@@ -34,6 +36,9 @@ func (f *Fleet) Federation(ctx context.Context, root *fluxv1alpha2.MiniCluster) 
 		child := &fluxv1alpha2.MiniCluster{}
 		key := client.ObjectKey{Namespace: bursting.ChildNamespace(root, b), Name: b.Name}
 		if err := f.Clients[b.Cluster].Get(ctx, key, child); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue // a burst of size 0 runs nothing
+			}
 			return nil, fmt.Errorf("burst %s on %s: %w", b.Name, b.Cluster, err)
 		}
 		sides = append(sides, Side{Cluster: b.Cluster, MiniCluster: child})
