@@ -8,6 +8,7 @@ import (
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/flux"
+	"github.com/fluxfed/fluxfed/internal/text"
 	"github.com/fluxfed/fluxfed/member/render/scripts"
 )
 
@@ -96,7 +97,9 @@ func (r *Reconciler) scale(ctx context.Context, root *fluxv1alpha2.MiniCluster, 
 			if !r.fluxCommand(ctx, root, events, flux.DrainArgs(s.Drain)) {
 				continue
 			}
-			events.add(corev1.EventTypeNormal, EventBurstScaledDown, "Drain", "drained ranks %s of burst %s in Flux before it shrinks: %s",
+			// The action names the burst: events of one reason and action are merged into one
+			// series, whatever their notes say.
+			events.add(corev1.EventTypeNormal, EventBurstScaledDown, text.Truncate("Drain "+s.Burst, maxEventAction), "drained ranks %s of burst %s in Flux before it shrinks: %s",
 				flux.FormatIDSet(s.Drain, false), s.Burst, s.Reason)
 		}
 		// Ask again soon: the drain or the new brokers change what the instance says.
@@ -109,7 +112,7 @@ func (r *Reconciler) scale(ctx context.Context, root *fluxv1alpha2.MiniCluster, 
 			if s.Size < int(o.Size) {
 				verb, reason = "lowered", EventBurstScaledDown
 			}
-			events.add(corev1.EventTypeNormal, reason, "Scale", "%s burst %s from %d to %d brokers: %s", verb, s.Burst, o.Size, s.Size, s.Reason)
+			events.add(corev1.EventTypeNormal, reason, text.Truncate("Scale "+s.Burst, maxEventAction), "%s burst %s from %d to %d brokers: %s", verb, s.Burst, o.Size, s.Size, s.Reason)
 			o.Size = int32(s.Size)
 			w.sizes[s.Burst] = o.Size
 		}
