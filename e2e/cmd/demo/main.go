@@ -1,7 +1,10 @@
 // Command demo shows fluxfed bursting one Flux instance over three clusters on this machine
 // (`make demo`): it starts a hub and two members as local processes, installs and runs fluxfed
 // on each, registers the members, applies examples/bursting-root.yaml on the hub, waits for
-// every broker, and prints what a user would look at. Pods are simulated (kwok), so stand-in
+// every broker, and prints what a user would look at. Then it applies
+// examples/bursting-on-demand.yaml, whose bursts are reserved at 0, submits a job that needs
+// them, and follows the hub growing the bursts, Flux seeing the new ranks, the job running,
+// and the bursts shrinking once idle (a stand-in flux answers the hub, e2e/fluxsim). Pods are simulated (kwok), so stand-in
 // brokers (e2e/brokersim) show that the rendered configs join one overlay: the burst brokers
 // reach rank 0 through the lead broker's NodePort on the hub's node, as they would on real
 // clusters, and the hub's own greeting of that endpoint meets rank 0's CURVE socket. With
@@ -170,6 +173,9 @@ func demo(ctx context.Context, f *fleet.Fleet, out io.Writer, say func(string, .
 	}
 	printPods(out, root, sides)
 	printJoin(out, sim.Result())
+	if err := elastic(ctx, f, out, say); err != nil {
+		return err
+	}
 	printPoke(out, f)
 	return nil
 }
@@ -384,6 +390,7 @@ func printPoke(out io.Writer, f *fleet.Fleet) {
 	fmt.Fprintf(out, "  %s --context member-a -n %s get minicluster,jobs,pods\n", kubectl, namespace)
 	fmt.Fprintf(out, "  %s --context hub get memberclusters -o wide\n", kubectl)
 	fmt.Fprintf(out, "  %s --context hub -n %s get events --field-selector involvedObject.name=bursting-root\n", kubectl, namespace)
+	fmt.Fprintf(out, "  %s --context hub -n %s get minicluster on-demand -o jsonpath='{.status.flux}'   # what Flux sees\n", kubectl, elasticNamespace)
 	fmt.Fprintf(out, "  %s --context hub -n %s delete minicluster bursting-root   # the children go too\n", kubectl, namespace)
 	fmt.Fprintf(out, "  manager logs: %s/<cluster>/logs/fluxfed.log\n", f.Env.Dir)
 }

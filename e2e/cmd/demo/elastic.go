@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/e2e/fleet"
+	"github.com/fluxfed/fluxfed/e2e/fluxsim"
+	"github.com/fluxfed/fluxfed/e2e/testenv"
+)
+
+// elasticNamespace holds the elastic act: its bursts are named like bursting-root's, and
+// children of two roots cannot share a name in one namespace of a member.
+const elasticNamespace = "demo-elastic"
+
+// elasticIdle is the demo's scaleDownAfter: the example's 5m, shortened so that the shrink shows.
+const elasticIdle = 10 * time.Second
+
+// elastic shows on-demand bursting: examples/bursting-on-demand.yaml starts with its bursts
+// reserved at 0; a job that needs them is submitted in rank 0's container; the hub grows the
+// bursts, Flux sees the new ranks online, the job runs and ends, and once the ranks idled the hub
+// drains them in Flux and shrinks the bursts. Flux is the stand-in of e2e/fluxsim, which the hub
+// reaches through the exec API as it would reach the real one.
+func elastic(ctx context.Context, f *fleet.Fleet, out io.Writer, say func(string, ...any)) error {
+	hubClient := f.Clients["hub"]
+	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "examples", "bursting-on-demand.yaml"))
+	if err != nil {
+		return err
+	}
+	root := &fluxv1alpha2.MiniCluster{}
+	if err := yaml.UnmarshalStrict(data, root); err != nil {
+		return err
+	}
+	if err := hubClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: elasticNamespace}}); err != nil {
+		return err
+	}
+	root.Namespace = elasticNamespace
+	root.Spec.Flux.Bursting.Scaling.ScaleDownAfter = &metav1.Duration{Duration: elasticIdle}
+	fmt.Fprintf(out, "\n== Elastic bursting: Flux's queue sizes the bursts\n")
+	say("kubectl apply -n %s -f examples/bursting-on-demand.yaml   (on the hub; scaleDownAfter shortened to %v)", elasticNamespace, elasticIdle)
+	if err := hubClient.Create(ctx, root); err != nil {
+		return err
+	}
+	x, err := f.StartFlux(ctx, root, filepath.Join(f.Env.Dir, "flux-"+root.Name))
+	if err != nil {
+		return err
+	}
+	defer x.Stop()
+	say("A stand-in flux answers in rank 0's container (kwok runs exec on this machine); a rank is online once its stand-in broker joins rank 0")
+
+	var (
+		last      string
+		submitted bool
+		jobID     string
+		deadline  = time.Now().Add(3 * time.Minute)
+	)
+	for {
+		if err := hubClient.Get(ctx, client.ObjectKeyFromObject(root), root); err != nil {
+			return err
+		}
+		in, err := x.Instance()
+		if err != nil {
+			return err
+		}
+		now := describe(root, in)
+		if now != last {
+			say("%s", now)
+			last = now
+		}
+		fs := root.Status.Flux
+		switch {
+		case !submitted && fs != nil && fs.State == "run" && fs.Online == 2:
+			say("flux submit -N6 sleep 5   (in rank 0's container: the job needs every reserved rank)")
+			if jobID, err = x.Exec(ctx, "submit", "-N6", "sleep", "5"); err != nil {
+				return err
+			}
+			jobID = strings.TrimSpace(jobID)
+			submitted = true
+		case submitted && len(in.Jobs) > 0 && in.Jobs[0].State == fluxsim.StateInactive && shrunk(root):
+			say("Job %s ran and ended; the bursts idled %v, were drained in Flux and shrank to 0. Jobs killed: %d", jobID, elasticIdle, in.Killed)
+			return printScaling(ctx, out, hubClient, root)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the elastic cycle did not complete within 3 minutes (last: %s); logs are in %s", last, f.Env.Dir)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// describe sums up what the hub reports and the job's state in one line.
+func describe(root *fluxv1alpha2.MiniCluster, in *fluxsim.Instance) string {
+	var b strings.Builder
+	if fs := root.Status.Flux; fs != nil && fs.State != "" {
+		fmt.Fprintf(&b, "Flux %s, %d/%d ranks online", fs.State, fs.Online, fs.Size)
+		if fs.PendingJobs > 0 {
+			fmt.Fprintf(&b, ", %d job waits for %d nodes", fs.PendingJobs, fs.PendingNodes)
+		}
+	} else {
+		b.WriteString("Flux not asked yet")
+	}
+	for _, s := range root.Status.Bursts {
+		fmt.Fprintf(&b, " | %s %s size %d/%d online %d", s.Name, s.Phase, s.Size, s.MaxSize, s.Online)
+		if s.Draining+s.Drained > 0 {
+			fmt.Fprintf(&b, " draining %d drained %d", s.Draining, s.Drained)
+		}
+	}
+	for _, j := range in.Jobs {
+		fmt.Fprintf(&b, " | job %s", j.State)
+		if len(j.Ranks) > 0 && j.State != fluxsim.StateSched {
+			fmt.Fprintf(&b, " on %d ranks", len(j.Ranks))
+		}
+	}
+	return b.String()
+}
+
+func shrunk(root *fluxv1alpha2.MiniCluster) bool {
+	for _, s := range root.Status.Bursts {
+		if s.Phase != fluxv1alpha2.BurstReserved {
+			return false
+		}
+	}
+	return len(root.Status.Bursts) > 0
+}
+
+// printScaling lists the hub's scaling events about root, as kubectl get events shows them.
+func printScaling(ctx context.Context, out io.Writer, hubClient client.Client, root *fluxv1alpha2.MiniCluster) error {
+	var list corev1.EventList
+	if err := hubClient.List(ctx, &list, client.InNamespace(root.Namespace)); err != nil {
+		return err
+	}
+	var evs []corev1.Event
+	for _, e := range list.Items {
+		if e.InvolvedObject.Name == root.Name && strings.HasPrefix(e.Reason, "BurstScaled") {
+			evs = append(evs, e)
+		}
+	}
+	slices.SortFunc(evs, func(a, b corev1.Event) int { return eventTime(a).Compare(eventTime(b)) })
+	fmt.Fprintf(out, "\n== What the hub decided (kubectl get events --field-selector involvedObject.name=%s)\n", root.Name)
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "  REASON\tMESSAGE")
+	for _, e := range evs {
+		fmt.Fprintf(w, "  %s\t%s\n", e.Reason, e.Message)
+	}
+	return w.Flush()
+}
+
+func eventTime(e corev1.Event) time.Time {
+	if !e.EventTime.IsZero() {
+		return e.EventTime.Time
+	}
+	return e.FirstTimestamp.Time
+}
