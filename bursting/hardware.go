@@ -107,15 +107,26 @@ type ResourceGroup struct {
 // hardware (flux R encode --local); fallback then says why, unless the MiniCluster simply does
 // not burst, when it is "".
 func (l *Layout) ResourceGroups() (groups []ResourceGroup, fallback string) {
-	covered := 0
-	for _, g := range l.Groups {
-		covered += g.End - g.Start
+	if len(l.Groups) == 0 {
+		return nil, "no group of ranks is known"
 	}
-	switch {
-	case len(l.Groups) == 1 && covered == len(l.Hosts):
-		return nil, ""
-	case covered != len(l.Hosts):
-		return nil, fmt.Sprintf("the hardware of the %d hosts that spec.flux.bursting.hostlist lists outside this MiniCluster is unknown", len(l.Hosts)-covered)
+	next := 0
+	for _, g := range l.Groups {
+		if g.Start != next && len(l.Groups) > 1 || g.End <= g.Start || g.End > len(l.Hosts) {
+			return nil, fmt.Sprintf("the groups of ranks do not follow each other (%s holds ranks %d-%d after rank %d)", describe(g), g.Start, g.End-1, next-1)
+		}
+		next = g.End
+	}
+	if len(l.Groups) == 1 {
+		g := l.Groups[0]
+		if outside := len(l.Hosts) - (g.End - g.Start); outside > 0 {
+			// A custom hostlist: only this MiniCluster's own ranks are known.
+			return nil, fmt.Sprintf("the hardware of the %d hosts that spec.flux.bursting.hostlist lists outside this MiniCluster is unknown", outside)
+		}
+		return nil, "" // the MiniCluster does not burst
+	}
+	if next != len(l.Hosts) {
+		return nil, fmt.Sprintf("ranks %d-%d belong to no group", next, len(l.Hosts)-1)
 	}
 	for _, g := range l.Groups {
 		if !g.Hardware.Known() {
@@ -123,12 +134,7 @@ func (l *Layout) ResourceGroups() (groups []ResourceGroup, fallback string) {
 		}
 	}
 	groups = make([]ResourceGroup, 0, len(l.Groups))
-	next := 0
 	for _, g := range l.Groups {
-		if g.Start != next || g.End <= g.Start || g.End > len(l.Hosts) {
-			return nil, fmt.Sprintf("the groups of ranks do not follow each other (%s holds ranks %d-%d after rank %d)", describe(g), g.Start, g.End-1, next-1)
-		}
-		next = g.End
 		groups = append(groups, ResourceGroup{
 			Hosts:    l.Hosts[g.Start:g.End:g.End],
 			Start:    g.Start,
