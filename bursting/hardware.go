@@ -108,7 +108,7 @@ type ResourceGroup struct {
 // not burst, when it is "".
 func (l *Layout) ResourceGroups() (groups []ResourceGroup, fallback string) {
 	if len(l.Groups) == 0 {
-		return nil, "no group of ranks is known"
+		return nil, "" // not a Layout of NewLayout's: nothing is known to burst
 	}
 	next := 0
 	for _, g := range l.Groups {
