@@ -1,7 +1,8 @@
 // Package brokerconf renders broker.toml, the Flux configuration every broker of a MiniCluster
-// starts with: the [bootstrap] table that gives each broker its rank and its TBON parent, and
-// the few other tables the Flux Operator sets. It is pure: a MiniCluster and its
-// bursting.Layout in, bytes out.
+// starts with: the [bootstrap] table that gives each broker its rank and its TBON parent, the
+// [resource] table (for a MiniCluster that bursts, each group of ranks with its own hardware and
+// property, when known; otherwise the R file each pod encodes), and the few other tables the
+// Flux Operator sets. It is pure: a MiniCluster and its bursting.Layout in, bytes out.
 package brokerconf
 
 import (
