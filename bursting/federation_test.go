@@ -9,12 +9,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/pelletier/go-toml/v2"
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/bursting"
 	"github.com/fluxfed/fluxfed/e2e/fluxcheck"
+	"github.com/fluxfed/fluxfed/hostlist"
 	"github.com/fluxfed/fluxfed/member/admit"
 	"github.com/fluxfed/fluxfed/member/render"
 	"github.com/fluxfed/fluxfed/member/render/curve"
@@ -52,6 +54,19 @@ spec:
     topology: binomial
     bursting:
       clusters: [{name: x, size: 4, cluster: member-a}]
+`,
+	"each burst's hardware": `
+metadata: {name: sim, namespace: hpc}
+spec:
+  size: 2
+  maxSize: 3
+  containers: [{image: rockylinux:9, command: hostname, resources: {limits: {cpu: 3500m, nvidia.com/gpu: 1}}}]
+  flux:
+    bursting:
+      clusters:
+        - {name: gpu, size: 2, maxSize: 4, cluster: member-a, resources: {cores: 48, gpus: 8}}
+        - {name: spare, size: 1}
+        - {name: cpu, size: 3, cluster: member-b, namespace: hpc-burst, resources: {cores: 128}}
 `,
 	"minimal service, custom names, a batch job": `
 metadata: {name: lammps, namespace: team-a}
@@ -204,4 +219,84 @@ func keys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// TestFederationDescribesEachBurstsHardware plans a root whose groups of ranks have different
+// hardware, renders the root and every child as the members would, and checks on every side
+// that the [resource] config entries expand to exactly that side's bootstrap hosts, rank for
+// rank, and give every rank the same cores, GPUs and property as every other side.
+func TestFederationDescribesEachBurstsHardware(t *testing.T) {
+	root := admitRoot(t, "hardware", roots["each burst's hardware"])
+	plan, err := bursting.NewPlan(root, lead, "hub-a")
+	require.NoError(t, err)
+	require.Len(t, plan.Children, 2)
+
+	type rank struct {
+		Cores, GPUs string
+		Properties  []string
+	}
+	// What every side must say of every rank (rank 0 aside, which a child names by the lead
+	// address): the root's 3 ranks from its container (3.5 cpu is 4 cores), then each burst's.
+	var want []rank
+	add := func(n int, r rank) {
+		for range n {
+			want = append(want, r)
+		}
+	}
+	add(3, rank{Cores: "0-3", GPUs: "0", Properties: []string{"sim"}})
+	add(4, rank{Cores: "0-47", GPUs: "0-7", Properties: []string{"gpu"}})
+	add(1, rank{Cores: "0-3", GPUs: "0", Properties: []string{"spare"}})
+	add(3, rank{Cores: "0-127", Properties: []string{"cpu"}})
+
+	sides := []*fluxv1alpha2.MiniCluster{root}
+	for _, c := range plan.Children {
+		sides = append(sides, admitChild(t, c))
+	}
+	for _, mc := range sides {
+		t.Run(mc.Name, func(t *testing.T) {
+			out, err := render.Render(mc)
+			require.NoError(t, err)
+			var doc struct {
+				Bootstrap struct{ Hosts []struct{ Host string } }
+				Resource  struct {
+					Path   string
+					Config []struct {
+						Hosts, Cores string
+						GPUs         string `toml:"gpus"`
+						Properties   []string
+					}
+				}
+			}
+			require.NoError(t, toml.Unmarshal(out.BrokerTOML, &doc))
+			var bootstrap []string
+			for _, e := range doc.Bootstrap.Hosts {
+				hosts, err := hostlist.Expand(e.Host)
+				require.NoError(t, err)
+				bootstrap = append(bootstrap, hosts...)
+			}
+			require.Equal(t, out.Layout.Hosts, bootstrap)
+
+			require.Empty(t, doc.Resource.Path)
+			var hosts []string
+			var got []rank
+			for _, e := range doc.Resource.Config {
+				expanded, err := hostlist.Expand(e.Hosts)
+				require.NoError(t, err)
+				hosts = append(hosts, expanded...)
+				for range expanded {
+					got = append(got, rank{Cores: e.Cores, GPUs: e.GPUs, Properties: e.Properties})
+				}
+			}
+			require.Equal(t, bootstrap, hosts, "the resource config hosts are the bootstrap hosts, rank for rank")
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("the ranks' hardware (-want +got):\n%s", diff)
+			}
+			if mc.IsBurstChild() {
+				require.Equal(t, lead.Address, hosts[0], "a child names rank 0 by the lead address")
+			}
+			for key, script := range out.Scripts {
+				require.NotContains(t, script, "flux R encode", "%s encodes R, which broker.toml describes", key)
+			}
+		})
+	}
 }

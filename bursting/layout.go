@@ -33,6 +33,11 @@ type Group struct {
 	Cluster string
 	// Start and End bound the group's ranks: [Start, End).
 	Start, End int
+	// Hardware is what Flux is told each node of the group has: for the root's ranks, what
+	// the container that runs Flux says (ContainerHardware); for a burst, its entry's
+	// resources, or the same as the root's without them. Every side computes the same
+	// Hardware for a group, since a child runs the root's containers and repeats its list.
+	Hardware Hardware
 }
 
 // Layout is how the brokers of one MiniCluster bootstrap: the rank-ordered hosts as they see
@@ -239,7 +244,7 @@ func (b *builder) rootHosts() error {
 	if err := b.addRange("metadata.name", mc.Name, 0, own); err != nil {
 		return err
 	}
-	l.Groups = append(l.Groups, Group{Name: mc.Name, Start: 0, End: own})
+	l.Groups = append(l.Groups, Group{Name: mc.Name, Start: 0, End: own, Hardware: ContainerHardware(mc.FluxContainer())})
 	l.LocalStart, l.LocalEnd = 0, own
 	return b.addBursts(mc.Name)
 }
@@ -265,7 +270,8 @@ func (b *builder) childHosts(lb *fluxv1alpha2.LeadBroker) error {
 	if err := b.addRange(field+".name", lb.Name, 1, rootSize); err != nil {
 		return err
 	}
-	l.Groups = append(l.Groups, Group{Name: lb.Name, Start: 0, End: rootSize})
+	// The child runs the root's containers, so the root's nodes are described from them too.
+	l.Groups = append(l.Groups, Group{Name: lb.Name, Start: 0, End: rootSize, Hardware: ContainerHardware(mc.FluxContainer())})
 	if err := b.addBursts(lb.Name); err != nil {
 		return err
 	}
@@ -317,7 +323,10 @@ func (b *builder) addBursts(rootName string) error {
 		if err := b.addRange(field+".name", c.Name, 0, reserved); err != nil {
 			return err
 		}
-		b.l.Groups = append(b.l.Groups, Group{Name: c.Name, Cluster: c.Cluster, Start: start, End: len(b.l.Hosts)})
+		b.l.Groups = append(b.l.Groups, Group{
+			Name: c.Name, Cluster: c.Cluster, Start: start, End: len(b.l.Hosts),
+			Hardware: burstHardware(c, b.mc.FluxContainer()),
+		})
 	}
 	return nil
 }
@@ -388,7 +397,7 @@ func (b *builder) customHosts(s string) error {
 		return &SpecError{Field: field, Reason: fmt.Sprintf("must list %s first: pod 0 is the lead broker (rank 0)", first)}
 	}
 	l.LocalStart, l.LocalEnd = start, start+own
-	l.Groups = []Group{{Name: mc.Name, Start: start, End: start + own}}
+	l.Groups = []Group{{Name: mc.Name, Start: start, End: start + own, Hardware: ContainerHardware(mc.FluxContainer())}}
 	return nil
 }
 

@@ -108,8 +108,9 @@ func (p *Plan) Child(burst string) (Child, bool) {
 //     job's shape are the root's business).
 //   - spec.flux.bursting holds only leadBroker {address, port: lead; name: the root's name;
 //     size: the root's maxSize} and the root's clusters list, in the same order, each entry
-//     with only its name and its reserved ranks as size, so that every side computes the same
-//     hostlist and no child changes when another burst is resized.
+//     with only its name, its reserved ranks as size and its resources (the hardware of its
+//     nodes as Flux describes them), so that every side computes the same hostlist and the same
+//     [resource] config, and no child changes when another burst is resized.
 //   - The container that runs Flux loses what only the lead broker does: command, batch,
 //     batchRaw, launcher and commands.brokerPre. Everything that shapes the environment a job
 //     finds on a node stays: image, pull settings, workingDir, environment, secrets, volumes,
@@ -134,8 +135,8 @@ func (p *Plan) Child(burst string) (Child, bool) {
 //     they name (Secrets, ConfigMaps, claims, a ServiceAccount) must exist on the member.
 //
 // NewPlan lays out the root and every child with NewLayout and checks that every child puts
-// every host at the root's rank (but rank 0, which a child names by lead.Address) and gives
-// every rank the root's parent.
+// every host at the root's rank (but rank 0, which a child names by lead.Address), gives
+// every rank the root's parent and describes every group of ranks with the root's hardware.
 //
 // It returns a *SpecError, *HostError or *TopologyError for a root that cannot burst (as
 // NewLayout, plus: a root that is itself a burst child, one without a namespace, one with
@@ -315,7 +316,7 @@ func childSpec(root *fluxv1alpha2.MiniCluster, burst fluxv1alpha2.Burst, lead En
 	f.CurveCert = ""
 	clusters := make([]fluxv1alpha2.Burst, len(root.Spec.Flux.Bursting.Clusters))
 	for i, b := range root.Spec.Flux.Bursting.Clusters {
-		clusters[i] = fluxv1alpha2.Burst{Name: b.Name, Size: b.Reserved()}
+		clusters[i] = fluxv1alpha2.Burst{Name: b.Name, Size: b.Reserved(), Resources: b.Resources.DeepCopy()}
 	}
 	f.Bursting = fluxv1alpha2.Bursting{
 		LeadBroker: &fluxv1alpha2.LeadBroker{
@@ -368,6 +369,16 @@ func agree(root, child *Layout, g Group, lead Endpoint) string {
 		}
 		if cp, rp := child.Parent(r), root.Parent(r); cp != rp {
 			return fmt.Sprintf("rank %d (%s) has parent %d on the child, %d on the root", r, root.Hosts[r], cp, rp)
+		}
+	}
+	if len(child.Groups) != len(root.Groups) {
+		return fmt.Sprintf("the child knows %d groups of ranks, the root %d", len(child.Groups), len(root.Groups))
+	}
+	for i, rg := range root.Groups {
+		cg := child.Groups[i]
+		if cg.Name != rg.Name || cg.Start != rg.Start || cg.End != rg.End || cg.Hardware != rg.Hardware {
+			return fmt.Sprintf("the child describes ranks %d-%d as %s with %d cores and %d GPUs per node, the root as %s with %d cores and %d GPUs",
+				cg.Start, cg.End-1, cg.Name, cg.Hardware.Cores, cg.Hardware.GPUs, rg.Name, rg.Hardware.Cores, rg.Hardware.GPUs)
 		}
 	}
 	for r := g.Start; r < g.End; r++ {

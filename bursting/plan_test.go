@@ -206,7 +206,7 @@ func TestChildWithSize(t *testing.T) {
 // richRoot sets (nearly) every field of a root MiniCluster, to show which of them a child keeps.
 func richRoot() *fluxv1alpha2.MiniCluster {
 	mc := miniCluster("lammps", 2, 4,
-		fluxv1alpha2.Burst{Name: "gpu", Size: 3, Cluster: "member-a", Namespace: "hpc-gpu"},
+		fluxv1alpha2.Burst{Name: "gpu", Size: 3, Cluster: "member-a", Namespace: "hpc-gpu", Resources: &fluxv1alpha2.BurstResources{Cores: 8, GPUs: 2}},
 		fluxv1alpha2.Burst{Name: "spare", Size: 2},
 	)
 	mc.UID = "5f1e7c1a-0000-4000-8000-000000000001"
@@ -341,7 +341,10 @@ func TestChildMiniCluster(t *testing.T) {
 				Environment:     map[string]string{"FLUX_X": "1"},
 				Bursting: fluxv1alpha2.Bursting{
 					LeadBroker: &fluxv1alpha2.LeadBroker{Address: "127.0.2.10", Port: 30093, Name: "lammps", Size: 4},
-					Clusters:   []fluxv1alpha2.Burst{{Name: "gpu", Size: 3}, {Name: "spare", Size: 2}},
+					Clusters: []fluxv1alpha2.Burst{
+						{Name: "gpu", Size: 3, Resources: &fluxv1alpha2.BurstResources{Cores: 8, GPUs: 2}},
+						{Name: "spare", Size: 2},
+					},
 				},
 			},
 		},
@@ -353,6 +356,8 @@ func TestChildMiniCluster(t *testing.T) {
 	// The child is a copy: changing it leaves the root alone, and the other way round.
 	c.MiniCluster.Spec.Containers[0].Environment["X"] = "y"
 	c.MiniCluster.Spec.Flux.Bursting.Clusters[0].Size = 99
+	c.MiniCluster.Spec.Flux.Bursting.Clusters[0].Resources.Cores = 99
+	require.Equal(t, int32(8), root.Spec.Flux.Bursting.Clusters[0].Resources.Cores)
 	require.NotContains(t, root.Spec.Containers[0].Environment, "X")
 	require.Equal(t, "member-a", root.Spec.Flux.Bursting.Clusters[0].Cluster)
 	require.Equal(t, int32(3), root.Spec.Flux.Bursting.Clusters[0].Size)
@@ -393,7 +398,7 @@ func TestChildSpecCoversEveryField(t *testing.T) {
 			"Init", "Pre", "BrokerPre", "WorkerPre", "ServicePre", "Post", "Prefix", "Script", "RunFluxAsRoot",
 		},
 		reflect.TypeFor[fluxv1alpha2.Bursting](): {"LeadBroker", "Hostlist", "Clusters", "Expose", "Scaling"},
-		reflect.TypeFor[fluxv1alpha2.Burst]():    {"Name", "Size", "MaxSize", "Cluster", "Namespace"},
+		reflect.TypeFor[fluxv1alpha2.Burst]():    {"Name", "Size", "MaxSize", "Cluster", "Namespace", "Resources"},
 		reflect.TypeFor[fluxv1alpha2.Network]():  {"HeadlessName", "DisableAffinity"},
 	}
 	for typ, fields := range known {
@@ -571,6 +576,12 @@ func TestAgree(t *testing.T) {
 			l.Parents = map[int]int{5: 4}
 			return l
 		}(), want: "rank 4 (burst-0-1) has parent 0 on the child, 3 on the root"},
+		{name: "another burst's hardware", child: childLayout(func(mc *fluxv1alpha2.MiniCluster) {
+			mc.Spec.Flux.Bursting.Clusters[2].Resources = &fluxv1alpha2.BurstResources{Cores: 4, GPUs: 1}
+		}), want: "the child describes ranks 8-10 as burst-2 with 4 cores and 1 GPUs per node, the root as burst-2 with 0 cores and 0 GPUs"},
+		{name: "other containers' cores", child: childLayout(func(mc *fluxv1alpha2.MiniCluster) {
+			mc.Spec.Containers = []fluxv1alpha2.Container{{Image: "rockylinux:9", Cores: 2}}
+		}), want: "the child describes ranks 0-2 as flux-sample with 2 cores"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -143,6 +143,33 @@ type Burst struct {
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Namespace string `json:"namespace,omitempty"`
+
+	// resources is the hardware of each node of this burst as Flux describes it: how many
+	// cores and GPUs every broker of the burst offers to jobs. When unset, the burst's nodes
+	// are described like the root's own, from the container that runs Flux (see
+	// docs/bursting.md, "Each burst's hardware"). It does not change what the burst's pods
+	// request from Kubernetes, which are the root's containers' resources. Whenever the
+	// hardware of every group of ranks is known, each node of the burst also gets a Flux
+	// property named like the burst, so that 'flux run --requires=<name>' pins work to it.
+	// +optional
+	Resources *BurstResources `json:"resources,omitempty"`
+}
+
+// BurstResources is the hardware Flux is told each node of a burst has. The cores are numbered
+// from 0 (cores 0 .. cores-1) and so are the GPUs.
+type BurstResources struct {
+	// cores is the number of cores of each node of the burst, at least 1. Flux drains a node
+	// that has fewer cores than this (it counts physical cores, not hyperthreads).
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65536
+	Cores int32 `json:"cores"`
+
+	// gpus is the number of GPUs of each node of the burst; unset or 0 means none.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1024
+	GPUs int32 `json:"gpus,omitempty"`
 }
 
 // Reserved returns the number of ranks the instance reserves for the burst: maxSize, or size

@@ -137,7 +137,10 @@ type Container struct {
 	// +optional
 	SecurityContext *ContainerSecurityContext `json:"securityContext,omitempty"`
 
-	// cores is accepted for compatibility with older manifests and has no effect.
+	// cores is the number of cores of each node as Flux describes it, for a MiniCluster that
+	// bursts (see docs/bursting.md, "Each burst's hardware"); it takes precedence over the cpu of
+	// resources there. A MiniCluster that does not burst accepts it for compatibility with older
+	// manifests, and it has no effect: Flux reads each node's cores from the node.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Cores int32 `json:"cores,omitempty"`

@@ -91,6 +91,11 @@ func TestMiniClusterRejectsUnknownFields(t *testing.T) {
 	err := createStrict(context.Background(), env.Client,
 		miniCluster(t, ns, "old-lead-broker", v1alpha2test.OneContainer+"flux:\n  leadBroker: {name: a, address: b}\n"))
 	require.ErrorContains(t, err, `unknown field "spec.flux.leadBroker"`)
+
+	// A burst's resources say cores and GPUs only: memory is not part of what Flux is told.
+	err = createStrict(context.Background(), env.Client, miniCluster(t, ns, "burst-memory",
+		v1alpha2test.OneContainer+"flux:\n  bursting:\n    clusters:\n    - {name: b, size: 1, resources: {cores: 4, memory: 1Gi}}\n"))
+	require.ErrorContains(t, err, `unknown field "spec.flux.bursting.clusters[0].resources.memory"`)
 }
 
 // TestMiniClusterDefaults checks that the schema defaults appear in the stored object, so users
@@ -289,6 +294,7 @@ func TestTheFluxLayoutIsFixedOnceCreated(t *testing.T) {
 		{name: "start a reserved burst", spec: bursts, change: burst(2, "size", 1)},
 		{name: "grow a burst past its maxSize", spec: bursts, change: burst(2, "size", 5), field: "spec.flux.bursting.clusters[2].size", message: "size must not exceed maxSize", cause: metav1.CauseTypeFieldValueInvalid},
 		{name: "give a burst the maxSize it has", spec: bursts, change: burst(0, "maxSize", 2)},
+		{name: "describe a burst's hardware", spec: bursts, change: burst(1, "resources", map[string]any{"cores": 8, "gpus": 2})},
 		{name: "give a burst a larger maxSize", spec: bursts, change: burst(0, "maxSize", 4), field: "spec.flux.bursting.clusters", message: burstsFixed},
 		{name: "change a burst's maxSize", spec: bursts, change: burst(2, "maxSize", 3), field: "spec.flux.bursting.clusters", message: burstsFixed},
 		{name: "stop a burst without maxSize", spec: bursts, change: burst(0, "size", 0), field: "spec.flux.bursting.clusters[0].size", message: "size 0 reserves no rank", cause: metav1.CauseTypeFieldValueInvalid},

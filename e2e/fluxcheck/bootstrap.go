@@ -41,6 +41,10 @@ type Bootstrap struct {
 	// Parents holds the parent of every rank (-1 for rank 0); nil when the topology is not one
 	// Flux accepts.
 	Parents []int
+	// Resources holds, when the file has [resource] config entries, what they give every rank
+	// (Resources[r] is rank r's); nil without config (R then comes from a file) or when the
+	// entries do not cover exactly the hosts.
+	Resources []Resources
 
 	index map[string]int
 }
@@ -238,6 +242,7 @@ func (c *checker) bootstrap(data []byte, host string) *Bootstrap {
 	c.uris(host, b)
 	b.Parents = c.topology(host, b, doc["tbon"])
 	c.bindConnect(host, b)
+	b.Resources = c.resources(host, b, doc["resource"])
 	return b
 }
 

@@ -37,22 +37,25 @@ type Rule string
 
 // The rules Check applies.
 const (
-	RuleTOML          Rule = "broker.toml must be TOML"
-	RuleBootstrapKeys Rule = "[bootstrap] holds only enable_ipv6, curve_cert, default_port, default_bind, default_connect and hosts"
-	RuleHostsKeys     Rule = "a hosts entry holds host and only bind, connect and parent"
-	RuleDefaultPort   Rule = "default_port must be an integer port"
-	RuleURI           Rule = "URIs must be tcp:// or ipc:// with a numeric port"
-	RuleCurveCert     Rule = "curve_cert is required when size > 1"
-	RuleHostname      Rule = "every host must be a DNS name or an IPv4 address"
-	RuleOwnHost       Rule = "the broker's hostname must be in hosts"
-	RuleUniqueBroker  Rule = "every broker has its own hostname"
-	RuleRankZero      Rule = "the instance needs a rank 0"
-	RuleSameHosts     Rule = "every side lists the same hosts at the same ranks"
-	RuleTopology      Rule = "the topology must be one Flux accepts"
-	RuleSameParents   Rule = "every side computes the same parent for every rank"
-	RuleBindConnect   Rule = "a broker with children needs a bind URI, its children the parent's connect URI"
-	RuleReachable     Rule = "a broker's parent is rank 0 (reached across clusters through its exposed address) or a broker of its own cluster"
-	RuleCertificate   Rule = "every broker has the same valid certificate"
+	RuleTOML           Rule = "broker.toml must be TOML"
+	RuleBootstrapKeys  Rule = "[bootstrap] holds only enable_ipv6, curve_cert, default_port, default_bind, default_connect and hosts"
+	RuleHostsKeys      Rule = "a hosts entry holds host and only bind, connect and parent"
+	RuleDefaultPort    Rule = "default_port must be an integer port"
+	RuleURI            Rule = "URIs must be tcp:// or ipc:// with a numeric port"
+	RuleCurveCert      Rule = "curve_cert is required when size > 1"
+	RuleHostname       Rule = "every host must be a DNS name or an IPv4 address"
+	RuleOwnHost        Rule = "the broker's hostname must be in hosts"
+	RuleUniqueBroker   Rule = "every broker has its own hostname"
+	RuleRankZero       Rule = "the instance needs a rank 0"
+	RuleSameHosts      Rule = "every side lists the same hosts at the same ranks"
+	RuleTopology       Rule = "the topology must be one Flux accepts"
+	RuleSameParents    Rule = "every side computes the same parent for every rank"
+	RuleBindConnect    Rule = "a broker with children needs a bind URI, its children the parent's connect URI"
+	RuleReachable      Rule = "a broker's parent is rank 0 (reached across clusters through its exposed address) or a broker of its own cluster"
+	RuleCertificate    Rule = "every broker has the same valid certificate"
+	RuleResourceConfig Rule = "[resource] config entries hold hosts and only cores, gpus (idsets) and properties, and give every host cores"
+	RuleResourceHosts  Rule = "[resource] config lists exactly the bootstrap hosts"
+	RuleSameResources  Rule = "every side describes every rank with the same cores, GPUs and properties"
 )
 
 // Violation is one broken rule, on one broker.
@@ -77,7 +80,7 @@ func (v Violation) Fatal() bool {
 		return false
 	}
 	switch v.Rule {
-	case RuleSameHosts, RuleSameParents, RuleReachable, RuleUniqueBroker, RuleRankZero:
+	case RuleSameHosts, RuleSameParents, RuleReachable, RuleUniqueBroker, RuleRankZero, RuleSameResources:
 		return false
 	}
 	return true
@@ -102,7 +105,7 @@ func Check(configs []HostConfig) error {
 }
 
 // Violations checks every configuration on its own and then all of them together: the same
-// hosts and parents on every side, every parent reachable, one certificate.
+// hosts, parents and resources on every side, every parent reachable, one certificate.
 func Violations(configs []HostConfig) []Violation {
 	c := &checker{}
 	sides := make([]*side, len(configs))
@@ -131,6 +134,7 @@ func Violations(configs []HostConfig) []Violation {
 		for _, s := range sides {
 			if s != root && s.Hosts != nil {
 				c.compare(root, s)
+				c.compareResources(root, s)
 			}
 			c.reachable(root, s, byHost)
 		}

@@ -74,6 +74,25 @@ hosts = [
 `
 )
 
+// The [resource] config entries of the hand-made federation, on each side: the same ranks,
+// rank 0 named as that side's hosts name it.
+const (
+	rootResources = `
+[resource]
+config = [
+  { hosts = "r-[0-1]", cores = "0-3", properties = ["r"] },
+  { hosts = "b-[0-2]", cores = "0-7", gpus = "0-1", properties = ["b"] },
+]
+`
+	burstResources = `
+[resource]
+config = [
+  { hosts = "127.101.0.1,r-1", cores = "0-3", properties = ["r"] },
+  { hosts = "b-[0-2]", cores = "0-7", gpus = "0-1", properties = ["b"] },
+]
+`
+)
+
 type federation struct {
 	root, burst string
 	rootCert    []byte
@@ -327,6 +346,67 @@ func TestViolations(t *testing.T) {
 				return f.configs()
 			},
 			want: []want{{"r-0", RuleTopology, "rank 0 (r-0) may not have a parent"}},
+		},
+		{
+			name: "resource config on every side",
+			configs: func() []HostConfig {
+				f := good
+				f.root = rootTOML + rootResources
+				f.burst = burstTOML + burstResources
+				return f.configs()
+			},
+		},
+		{
+			name: "resource config that names rank 0 by the root's pod on a burst side",
+			configs: func() []HostConfig {
+				f := good
+				f.root = rootTOML + rootResources
+				f.burst = burstTOML + rootResources
+				return f.configs()
+			},
+			want: []want{
+				{"b-0", RuleResourceHosts, "rank 0 (127.101.0.1) is a bootstrap host that the resource config does not list"},
+				{"b-0", RuleSameResources, "no resource config here, resource config on the root side"},
+			},
+		},
+		{
+			name: "resource config with a host too many",
+			configs: func() []HostConfig {
+				f := good
+				f.root = rootTOML + replace(rootResources, `"b-[0-2]"`, `"b-[0-3]"`)
+				f.burst = burstTOML + burstResources
+				return f.configs()
+			},
+			want: []want{
+				{"r-0", RuleResourceHosts, "the resource config lists b-3, which is not a bootstrap host"},
+				{"b-0", RuleSameResources, "resource config here, no resource config on the root side"},
+			},
+		},
+		{
+			name: "resource config with other cores on a burst side",
+			configs: func() []HostConfig {
+				f := good
+				f.root = rootTOML + rootResources
+				f.burst = burstTOML + replace(burstResources, `cores = "0-7"`, `cores = "0-3"`)
+				return f.configs()
+			},
+			want: []want{{"b-0", RuleSameResources, "rank 2 (b-0) has cores [0 1 2 3], GPUs [0 1], properties [b] here but cores [0 1 2 3 4 5 6 7], GPUs [0 1], properties [b] on the root side (r-0)"}},
+		},
+		{
+			name: "resource config without cores, with a bad idset, an unknown key and a path",
+			configs: func() []HostConfig {
+				f := good
+				f.root = rootTOML + replace(rootResources, `cores = "0-3", `, "")
+				f.burst = burstTOML + replace(replace(burstResources, `gpus = "0-1"`, `gpus = "1-0", memory = "1G"`), "config = [", `path = "/R"`+"\nconfig = [")
+				return f.configs()
+			},
+			want: []want{
+				{"r-0", RuleResourceConfig, "rank 0 (r-0) has no cores in the resource config"},
+				{"b-0", RuleResourceConfig, "config[1] has the unknown key memory"},
+				{"b-0", RuleResourceConfig, "config[1].gpus 1-0 is not an RFC 22 idset"},
+				{"b-0", RuleResourceConfig, "both path and config are set; Flux ignores path"},
+				{"b-0", RuleSameResources, ""},
+			},
 		},
 		{
 			name: "not TOML",

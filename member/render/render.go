@@ -60,6 +60,8 @@ func Render(mc *fluxv1alpha2.MiniCluster) (*Rendered, error) {
 		Hostlist: layout.Hostlist,
 		Quorum:   layout.Quorum,
 		Follower: mc.IsBurstChild(),
+		// R comes from broker.toml when it describes each group's hardware.
+		ResourcesFromConfig: brokerconf.ResourcesFromConfig(mc, layout),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("rendering the entrypoint scripts: %w", err)

@@ -1,7 +1,8 @@
 // Package brokerconf renders broker.toml, the Flux configuration every broker of a MiniCluster
-// starts with: the [bootstrap] table that gives each broker its rank and its TBON parent, and
-// the few other tables the Flux Operator sets. It is pure: a MiniCluster and its
-// bursting.Layout in, bytes out.
+// starts with: the [bootstrap] table that gives each broker its rank and its TBON parent, the
+// [resource] table (for a MiniCluster that bursts, each group of ranks with its own hardware and
+// property, when known; otherwise the R file each pod encodes), and the few other tables the
+// Flux Operator sets. It is pure: a MiniCluster and its bursting.Layout in, bytes out.
 package brokerconf
 
 import (
@@ -26,7 +27,8 @@ func CurveCertPath(mc *fluxv1alpha2.MiniCluster) string {
 }
 
 // ResourcePath returns where the brokers read R, the instance's resource set, which the
-// entrypoint writes (flux R encode) from the layout's Hostlist before it starts the broker.
+// entrypoint writes (flux R encode) from the layout's Hostlist before it starts the broker,
+// unless broker.toml describes the resources itself (ResourcesFromConfig).
 func ResourcePath(mc *fluxv1alpha2.MiniCluster) string {
 	return path.Join(mc.Spec.Flux.Container.MountPath, "view", "etc", "flux", "system", "R")
 }
@@ -89,11 +91,28 @@ func BrokerTOML(mc *fluxv1alpha2.MiniCluster, l *bursting.Layout) ([]byte, error
 	}
 	w.b.WriteString("]\n")
 
-	// Each broker checks its own node against R and drains it on a mismatch. That check is
-	// kept (no noverify): R is encoded on every pod from its own hostname and hardware, so it
-	// holds; a mismatch means ranks are off, which is what the check catches.
+	// Each broker checks its own node's hostname and cores against R and drains it on a
+	// mismatch. That check is kept (no noverify). Without resource config entries R is encoded
+	// on every pod from its own hostname and hardware, so it holds and a mismatch means ranks
+	// are off; with them, it also catches a node with fewer cores than its group is said to have.
 	w.table("resource")
-	w.str("path", ResourcePath(mc))
+	if groups, fallback := l.ResourceGroups(); groups != nil {
+		w.comment("Every group of ranks with its own hardware and a property naming it, the same on every\n" +
+			"side of the instance (flux run --requires=NAME picks a group).")
+		w.b.WriteString("config = [\n")
+		for _, g := range groups {
+			if err := writeResourceGroup(w, g); err != nil {
+				return nil, fmt.Errorf("rendering broker.toml: %w", err)
+			}
+		}
+		w.b.WriteString("]\n")
+	} else {
+		if fallback != "" {
+			w.comment("Every broker describes every host with its own node's hardware (flux R encode --local)\n" +
+				"because " + fallback + ".")
+		}
+		w.str("path", ResourcePath(mc))
+	}
 
 	if t := l.Topology; t != "" || mc.Spec.Flux.ConnectTimeout != nil && *mc.Spec.Flux.ConnectTimeout != "" || mc.Spec.Logging.Zeromq {
 		w.table("tbon")
@@ -116,6 +135,43 @@ func BrokerTOML(mc *fluxv1alpha2.MiniCluster, l *bursting.Layout) ([]byte, error
 		return nil, fmt.Errorf("rendering broker.toml: %w", w.err)
 	}
 	return []byte(w.b.String()), nil
+}
+
+// ResourcesFromConfig reports whether the broker.toml that BrokerTOML renders for mc and l
+// describes the instance's resources itself ([resource] config), so that the entrypoint must
+// not encode R: mc bursts, does not bring its own spec.flux.brokerConfig, and the cores of
+// every group of ranks are known (bursting.Layout.ResourceGroups).
+func ResourcesFromConfig(mc *fluxv1alpha2.MiniCluster, l *bursting.Layout) bool {
+	if mc == nil || l == nil || mc.Spec.Flux.BrokerConfig != "" {
+		return false
+	}
+	groups, _ := l.ResourceGroups()
+	return groups != nil
+}
+
+// writeResourceGroup writes one entry of the [resource] config array, on one line.
+func writeResourceGroup(w *tomlWriter, g bursting.ResourceGroup) error {
+	hosts := hostlist.Compress(g.Hosts)
+	// As for the bootstrap hosts: a host that did not survive compression would leave R
+	// without it, and the broker that re-ranks R by its hostlist would shut down.
+	if back, err := hostlist.Expand(hosts); err != nil || !slices.Equal(back, g.Hosts) {
+		return fmt.Errorf("resource config hosts of %s do not survive hostlist compression", rankRange(g.Start, g.End-1))
+	}
+	w.b.WriteString("  { hosts = " + w.quote(hosts))
+	w.b.WriteString(", cores = " + w.quote(idRange(g.Hardware.Cores)))
+	if g.Hardware.GPUs > 0 {
+		w.b.WriteString(", gpus = " + w.quote(idRange(g.Hardware.GPUs)))
+	}
+	w.b.WriteString(", properties = [" + w.quote(g.Property) + "] }, # " + rankRange(g.Start, g.End-1) + "\n")
+	return nil
+}
+
+// idRange returns the RFC 22 idset of the ids 0 .. n-1; n is at least 1.
+func idRange(n int32) string {
+	if n == 1 {
+		return "0"
+	}
+	return "0-" + strconv.Itoa(int(n)-1)
 }
 
 // hostKeys are the keys of a hosts entry besides host.

@@ -9,6 +9,8 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/bursting"
@@ -232,4 +234,102 @@ func TestBrokerTOMLHostileValues(t *testing.T) {
 		require.Equal(t, "tcp://lead\r"+v+":8050", doc.Bootstrap.Hosts[0]["connect"])
 		require.Len(t, doc.Bootstrap.Hosts, 2)
 	}
+}
+
+// TestBrokerTOMLResourceConfig checks the [resource] table of every side of a federation: the
+// entries of each group of ranks, rank 0 named as that side's hosts name it, or the fallback to
+// R encoded on each node, said in a comment whenever the MiniCluster bursts.
+func TestBrokerTOMLResourceConfig(t *testing.T) {
+	cpu := func(mc *fluxv1alpha2.MiniCluster, q string) *fluxv1alpha2.MiniCluster {
+		mc.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(q)}
+		return mc
+	}
+	root := cpu(brokerconftest.MiniCluster("root", 2), "6")
+	root.Spec.Flux.Bursting.Clusters = []fluxv1alpha2.Burst{
+		{Name: "gpu", Size: 2, Cluster: "member-a", Resources: &fluxv1alpha2.BurstResources{Cores: 32, GPUs: 4}},
+		{Name: "cpu", Size: 1, MaxSize: 3, Cluster: "member-b", Resources: &fluxv1alpha2.BurstResources{Cores: 96}},
+	}
+	type entry struct {
+		Hosts      string
+		Cores      string
+		GPUs       string `toml:"gpus"`
+		Properties []string
+	}
+	rootEntries := func(rank0 string) []entry {
+		return []entry{
+			{Hosts: rank0, Cores: "0-5", Properties: []string{"root"}},
+			{Hosts: "gpu-[0-1]", Cores: "0-31", GPUs: "0-3", Properties: []string{"gpu"}},
+			{Hosts: "cpu-[0-2]", Cores: "0-95", Properties: []string{"cpu"}},
+		}
+	}
+	tests := []struct {
+		name string
+		mc   *fluxv1alpha2.MiniCluster
+		// want are the config entries; nil means path, with the fallback comment.
+		want     []entry
+		fallback string
+	}{
+		{name: "root", mc: root, want: rootEntries("root-[0-1]")},
+		{name: "child gpu", mc: brokerconftest.Child(root, "gpu", brokerconftest.LeadAddress, brokerconftest.LeadPort),
+			want: rootEntries(brokerconftest.LeadAddress + ",root-1")},
+		{name: "child cpu", mc: brokerconftest.Child(root, "cpu", brokerconftest.LeadAddress, brokerconftest.LeadPort),
+			want: rootEntries(brokerconftest.LeadAddress + ",root-1")},
+		{name: "a root of one pod: rank 0 is the whole group", mc: edit(cpu(brokerconftest.MiniCluster("solo", 1), "1"), func(mc *fluxv1alpha2.MiniCluster) {
+			mc.Spec.Flux.Bursting.Clusters = []fluxv1alpha2.Burst{{Name: "b", Size: 1}}
+		}), want: []entry{
+			{Hosts: "solo-0", Cores: "0", Properties: []string{"solo"}},
+			{Hosts: "b-0", Cores: "0", Properties: []string{"b"}},
+		}},
+		{name: "its child names the lead address alone", mc: brokerconftest.Child(edit(cpu(brokerconftest.MiniCluster("solo", 1), "1"), func(mc *fluxv1alpha2.MiniCluster) {
+			mc.Spec.Flux.Bursting.Clusters = []fluxv1alpha2.Burst{{Name: "b", Size: 1}}
+		}), "b", brokerconftest.LeadAddress, brokerconftest.LeadPort), want: []entry{
+			{Hosts: brokerconftest.LeadAddress, Cores: "0", Properties: []string{"solo"}},
+			{Hosts: "b-0", Cores: "0", Properties: []string{"b"}},
+		}},
+		{name: "no bursts: path, nothing said", mc: cpu(brokerconftest.MiniCluster("alone", 2), "4")},
+		{name: "the root's cores unknown", mc: edit(brokerconftest.MiniCluster("root", 2), func(mc *fluxv1alpha2.MiniCluster) {
+			mc.Spec.Flux.Bursting.Clusters = []fluxv1alpha2.Burst{{Name: "gpu", Size: 2, Resources: &fluxv1alpha2.BurstResources{Cores: 32}}}
+		}), fallback: "# because the cores of the root MiniCluster root are unknown"},
+		{name: "a custom hostlist", mc: edit(cpu(brokerconftest.MiniCluster("root", 2), "4"), func(mc *fluxv1alpha2.MiniCluster) {
+			mc.Spec.Flux.Bursting.Hostlist = "root-[0-1],elsewhere-[0-3]"
+		}), fallback: "# because the hardware of the 4 hosts that spec.flux.bursting.hostlist lists outside this MiniCluster is unknown"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, err := bursting.NewLayout(tt.mc)
+			require.NoError(t, err)
+			out := renderTOML(t, tt.mc)
+			var doc struct {
+				Resource struct {
+					Path   string
+					Config []entry
+				}
+			}
+			require.NoError(t, toml.Unmarshal(out, &doc))
+			require.Equal(t, tt.want, doc.Resource.Config)
+			require.Equal(t, tt.want != nil, ResourcesFromConfig(tt.mc, l))
+			if tt.want != nil {
+				require.Empty(t, doc.Resource.Path, "path with config: Flux would ignore it")
+				return
+			}
+			require.Equal(t, ResourcePath(tt.mc), doc.Resource.Path)
+			if tt.fallback == "" {
+				require.NotContains(t, string(out), "flux R encode --local")
+			} else {
+				require.Contains(t, string(out), "# Every broker describes every host with its own node's hardware (flux R encode --local)\n"+tt.fallback)
+			}
+		})
+	}
+
+	// A spec.flux.brokerConfig is the user's: the entrypoint keeps encoding R.
+	own := root.DeepCopy()
+	own.Spec.Flux.BrokerConfig = "[bootstrap]\n"
+	l, err := bursting.NewLayout(own)
+	require.NoError(t, err)
+	require.False(t, ResourcesFromConfig(own, l))
+}
+
+func edit(mc *fluxv1alpha2.MiniCluster, change func(*fluxv1alpha2.MiniCluster)) *fluxv1alpha2.MiniCluster {
+	change(mc)
+	return mc
 }

@@ -5,6 +5,7 @@ import (
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/bursting"
+	"github.com/fluxfed/fluxfed/member/render/brokerconf"
 	"github.com/fluxfed/fluxfed/member/render/rendertest"
 )
 
@@ -26,12 +27,20 @@ func fixtures() []fixture {
 		if err != nil {
 			panic(fmt.Sprintf("fixture %s has no layout: %v", c.Name, err))
 		}
-		in := Inputs{Hostlist: layout.Hostlist, Quorum: layout.Quorum, Follower: c.MiniCluster.IsBurstChild()}
+		in := Inputs{
+			Hostlist: layout.Hostlist, Quorum: layout.Quorum, Follower: c.MiniCluster.IsBurstChild(),
+			ResourcesFromConfig: brokerconf.ResourcesFromConfig(c.MiniCluster, layout),
+		}
 		if c.Name == "pod-options" {
 			// render.Render passes no TBON topology, but the scripts must render one when asked.
 			in.TBONTopo = "kary:2"
 		}
 		out = append(out, fixture{name: c.Name, mc: c.MiniCluster, in: in})
+		if c.Name == "burst-child" {
+			// The same child when broker.toml describes every group's hardware.
+			in.ResourcesFromConfig = true
+			out = append(out, fixture{name: c.Name + "-resource-config", mc: c.MiniCluster, in: in})
+		}
 	}
 	return out
 }

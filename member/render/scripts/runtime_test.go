@@ -322,6 +322,7 @@ func TestFollowerBrokerRuns(t *testing.T) {
 		name      string
 		complete  bool
 		follower  bool
+		resources bool // broker.toml describes the resources: no R is encoded
 		index     string
 		fluxRC    string
 		wantRC    int
@@ -330,6 +331,7 @@ func TestFollowerBrokerRuns(t *testing.T) {
 		{name: "clean exit ends the pod", index: "1", wantCalls: 1},
 		{name: "completeWorkers ends a failed follower successfully", complete: true, index: "1", fluxRC: "4", wantCalls: 1},
 		{name: "burst child: index 0 is a follower too", follower: true, index: "0", wantCalls: 1},
+		{name: "burst child with resource config: no R is encoded", follower: true, resources: true, index: "1", wantCalls: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -340,7 +342,7 @@ func TestFollowerBrokerRuns(t *testing.T) {
 				spec.Containers[0].Commands.Script = "#!/bin/sh\necho task-ran\n"
 				spec.Containers[0].Commands.WorkerPre = "echo worker-pre-ran"
 			})
-			got, err := Render(mc, Inputs{Hostlist: "f-[0-1]", Quorum: 2, Follower: tt.follower})
+			got, err := Render(mc, Inputs{Hostlist: "f-[0-1]", Quorum: 2, Follower: tt.follower, ResourcesFromConfig: tt.resources})
 			require.NoError(t, err)
 			s.provision(t, got[ProvisionerKey])
 			out, err := s.run(t, "bash", got["container-f.sh"], []string{
@@ -353,6 +355,9 @@ func TestFollowerBrokerRuns(t *testing.T) {
 			script, err := os.ReadFile(filepath.Join(s.mount, "fluxfed/job-script"))
 			require.NoError(t, err)
 			require.Equal(t, "#!/bin/sh\necho task-ran", strings.TrimSpace(string(script)))
+			// R is encoded from this node unless broker.toml describes the resources.
+			_, err = os.Stat(filepath.Join(s.mount, "view/etc/flux/system/R"))
+			require.Equal(t, tt.resources, errors.Is(err, os.ErrNotExist), "R encoded: %v", err)
 			calls := s.starts(t)
 			require.Len(t, calls, tt.wantCalls)
 			for _, c := range calls {

@@ -15,7 +15,8 @@
 //
 // Spec fields these scripts deliberately give no effect, and why:
 //   - containers[].cores: the Flux Operator only exposed it to templates that no longer use it;
-//     Flux learns the cores from the node (flux R encode --local).
+//     Flux learns the cores from the node (flux R encode --local). Only a MiniCluster that
+//     bursts gives it a meaning, in broker.toml (package bursting, ContainerHardware).
 //   - containers[].fluxUser and commands.runFluxAsRoot: the Flux Operator's v1alpha2 scripts
 //     run Flux as the container's own user and ignore both; so do these. A user that is not root
 //     needs sudo, to take over the files the init container installed.
@@ -64,6 +65,9 @@ type Inputs struct {
 	// TBONTopo, when set, is passed to every broker as -Stbon.topo. Leave it empty when
 	// broker.toml already fixes the tree (parent keys); both sides of a federation must agree.
 	TBONTopo string
+	// ResourcesFromConfig is true when broker.toml describes the instance's resources itself
+	// ([resource] config, see brokerconf.ResourcesFromConfig): the entrypoint then encodes no R.
+	ResourcesFromConfig bool
 }
 
 // ProvisionerKey is the ConfigMap key of the script the flux-view init container runs.
@@ -404,21 +408,22 @@ func fluxViewSh(mc *fluxv1alpha2.MiniCluster, v view) string {
 type fluxScript struct {
 	common
 	view
-	Follower           bool
-	HasJob             bool
-	Timed              bool
-	CompleteWorkers    bool
-	Hostlist           string
-	OutputDir          string
-	Env                []envVar
-	JobScript          string
-	JobScriptDelimiter string
-	BatchScript        string
-	Archive            string
-	Start              []string
-	BrokerOptions      []string
-	LeadOptions        []string
-	InitialProgram     []string
+	Follower            bool
+	ResourcesFromConfig bool
+	HasJob              bool
+	Timed               bool
+	CompleteWorkers     bool
+	Hostlist            string
+	OutputDir           string
+	Env                 []envVar
+	JobScript           string
+	JobScriptDelimiter  string
+	BatchScript         string
+	Archive             string
+	Start               []string
+	BrokerOptions       []string
+	LeadOptions         []string
+	InitialProgram      []string
 }
 
 // Paths inside M that the scripts share.
@@ -440,12 +445,13 @@ func fluxScriptData(mc *fluxv1alpha2.MiniCluster, i int, in Inputs) (fluxScript,
 			hook{"workerPre", c.Commands.WorkerPre},
 			hook{"post", c.Commands.Post},
 		),
-		view:            newView(mc),
-		Follower:        in.Follower,
-		Timed:           spec.Logging.Timed,
-		CompleteWorkers: spec.Flux.CompleteWorkers,
-		Hostlist:        in.Hostlist,
-		OutputDir:       c.Logs,
+		view:                newView(mc),
+		Follower:            in.Follower,
+		ResourcesFromConfig: in.ResourcesFromConfig,
+		Timed:               spec.Logging.Timed,
+		CompleteWorkers:     spec.Flux.CompleteWorkers,
+		Hostlist:            in.Hostlist,
+		OutputDir:           c.Logs,
 	}
 	if d.OutputDir == "" {
 		d.OutputDir = DefaultOutputDir

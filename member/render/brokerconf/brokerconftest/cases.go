@@ -4,6 +4,8 @@
 package brokerconftest
 
 import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
@@ -125,6 +127,27 @@ default_bind = "tcp://eth1:%p"
 default_connect = "tcp://%h.flux-service.hpc.svc.cluster.local:%p"
 hosts = [{ host = "flux-sample-[0-1]" }]
 `
+		})),
+		// Each group described with its own hardware: the root's from its container (3.5 cpu
+		// rounds up to 4 cores, one GPU), two bursts with their own, one like the root's.
+		federation("burst-hardware", edit(MiniCluster("flux-sample", 2), func(mc *fluxv1alpha2.MiniCluster) {
+			mc.Spec.MaxSize = 3
+			mc.Spec.Containers[0].Resources = corev1.ResourceRequirements{
+				Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3500m"), "nvidia.com/gpu": resource.MustParse("1")},
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
+			}
+			mc.Spec.Flux.Bursting.Clusters = []fluxv1alpha2.Burst{
+				{Name: "big", Size: 2, MaxSize: 3, Cluster: "member-a", Resources: &fluxv1alpha2.BurstResources{Cores: 64, GPUs: 8}},
+				{Name: "small", Size: 1, Cluster: "member-b", Resources: &fluxv1alpha2.BurstResources{Cores: 1}},
+				{Name: "same", Size: 2, Cluster: "member-a", Namespace: "hpc-burst"},
+			}
+		})),
+		// The bursts' hardware is known but the root's is not: every side falls back to R
+		// encoded on each node.
+		federation("burst-hardware-unknown", edit(MiniCluster("flux-sample", 2), func(mc *fluxv1alpha2.MiniCluster) {
+			mc.Spec.Flux.Bursting.Clusters = []fluxv1alpha2.Burst{
+				{Name: "big", Size: 2, Cluster: "member-a", Resources: &fluxv1alpha2.BurstResources{Cores: 64, GPUs: 8}},
+			}
 		})),
 		federation("custom-names", edit(MiniCluster("lammps", 3), func(mc *fluxv1alpha2.MiniCluster) {
 			mc.Namespace = "team-a"
