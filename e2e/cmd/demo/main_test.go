@@ -16,7 +16,7 @@ func TestMain(m *testing.M) { netguard.Main(m) }
 
 // TestDemoShowsTheFederation runs the demo, the README's first command, and checks that it shows
 // what it promises, the hub's greeting of the lead broker answered by rank 0's stand-in
-// included, then leaves nothing behind.
+// included, and the elastic cycle of the on-demand example, then leaves nothing behind.
 func TestDemoShowsTheFederation(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "demo")
 	var out bytes.Buffer
@@ -33,6 +33,18 @@ func TestDemoShowsTheFederation(t *testing.T) {
 	} {
 		require.Contains(t, out.String(), want)
 	}
+	// The elastic act: the bursts grow for the waiting job and shrink once idle; nothing is killed.
+	for _, want := range []string{
+		"Flux run, 2/6 ranks online, 1 job waits for 6 nodes",
+		"Flux run, 6/6 ranks online | burst-a Joined size 2/2 online 2 | burst-b Joined size 2/2 online 2",
+		"the bursts idled 10s, were drained in Flux and shrank to 0. Jobs killed: 0",
+		"BurstScaledUp    raised burst burst-a from 0 to 2 brokers: 1 jobs wait, one for 6 nodes",
+		"BurstScaledUp    raised burst burst-b from 0 to 2 brokers: 1 jobs wait, one for 6 nodes",
+		"BurstScaledDown  lowered burst burst-b from 2 to 0 brokers: no job waits, and ranks 4-5 ran no job for 10s",
+	} {
+		require.Contains(t, out.String(), want)
+	}
+	require.Regexp(t, `(?m)\| job RUN on 6 ranks$`, out.String())
 	require.Regexp(t, `(?m)^  LeadBrokerReachable\s+True\s+\w+\s+the lead broker is reachable at 127\.101\.0\.\d+:\d+$`, out.String())
 	require.Regexp(t, `(?m)^lead broker:\s+127\.101\.0\.\d+:\d+ `, out.String())
 	require.NotContains(t, out.String(), "NotAnswering")
