@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
@@ -141,21 +140,6 @@ func firstOnline(t *testing.T, x *fleet.Flux, n int) time.Time {
 
 func floatTime(s float64) time.Time {
 	return time.Unix(0, int64(s*1e9))
-}
-
-// podUIDs returns the UIDs of the Running pods of a MiniCluster, sorted.
-func podUIDs(t *testing.T, cluster, ns, name string) []types.UID {
-	var pods corev1.PodList
-	require.NoError(t, shared.Clients[cluster].List(context.Background(), &pods, client.InNamespace(ns),
-		client.MatchingLabels{fluxv1alpha2.LabelMiniCluster: name}))
-	var out []types.UID
-	for _, p := range pods.Items {
-		if p.Status.Phase == corev1.PodRunning {
-			out = append(out, p.UID)
-		}
-	}
-	slices.Sort(out)
-	return out
 }
 
 // events returns the hub's events of reason about the MiniCluster name, oldest first.

@@ -8,6 +8,7 @@ import (
 	"context"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -79,13 +80,19 @@ func burstRoot(t *testing.T) (*fluxv1alpha2.MiniCluster, string) {
 
 // burstAPods returns the UIDs of the pods of burst-a on member-a.
 func burstAPods(t require.TestingT, ns string) []types.UID {
+	return podUIDs(t, "member-a", ns, "burst-a")
+}
+
+// podUIDs returns the UIDs of the pods of a MiniCluster, in any phase, sorted.
+func podUIDs(t require.TestingT, cluster, ns, name string) []types.UID {
 	var pods corev1.PodList
-	require.NoError(t, shared.Clients["member-a"].List(context.Background(), &pods, client.InNamespace(ns),
-		client.MatchingLabels{fluxv1alpha2.LabelMiniCluster: "burst-a"}))
+	require.NoError(t, shared.Clients[cluster].List(context.Background(), &pods, client.InNamespace(ns),
+		client.MatchingLabels{fluxv1alpha2.LabelMiniCluster: name}))
 	var out []types.UID
 	for _, p := range pods.Items {
 		out = append(out, p.UID)
 	}
+	slices.Sort(out)
 	return out
 }
 

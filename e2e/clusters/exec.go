@@ -3,6 +3,7 @@ package clusters
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,12 +29,7 @@ func (c *Cluster) ExecLocally(ctx context.Context, namespace, name, dir string, 
 		return err
 	}
 	var envs []any
-	keys := make([]string, 0, len(env))
-	for k := range env {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(env)) {
 		envs = append(envs, map[string]any{"name": k, "value": env[k]})
 	}
 	local := map[string]any{"envs": envs}

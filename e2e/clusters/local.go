@@ -122,7 +122,16 @@ func planFor(index int) addressPlan { return addressPlan{k: index + 1} }
 // octet is the second octet of the cluster's loopback addresses.
 func (a addressPlan) octet() int { return 100 + a.k }
 
-func (a addressPlan) nodeIP(n int) string     { return fmt.Sprintf("127.%d.0.%d", a.octet(), n) }
+func (a addressPlan) nodeIP(n int) string { return fmt.Sprintf("127.%d.0.%d", a.octet(), n) }
+
+// nodeIPs are the addresses of nodes 1 to count.
+func (a addressPlan) nodeIPs(count int) []string {
+	out := make([]string, count)
+	for n := range out {
+		out[n] = a.nodeIP(n + 1)
+	}
+	return out
+}
 func (a addressPlan) serviceCIDR() string     { return fmt.Sprintf("127.%d.240.0/20", a.octet()) }
 func (a addressPlan) serviceIP() net.IP       { return net.IPv4(127, byte(a.octet()), 240, 1) }
 func (a addressPlan) podCIDR(n int) string    { return fmt.Sprintf("10.%d.%d.0/24", a.k, n) }
@@ -136,9 +145,9 @@ func (l *localProvider) path(name string) string { return filepath.Join(l.bin, n
 
 func (l *localProvider) up(ctx context.Context, env *Environment, c *Cluster) error {
 	plan := planFor(c.index)
-	nodeIPs := make([]net.IP, l.nodes)
-	for n := range nodeIPs {
-		nodeIPs[n] = net.ParseIP(plan.nodeIP(n + 1))
+	var nodeIPs []net.IP
+	for _, ip := range plan.nodeIPs(l.nodes) {
+		nodeIPs = append(nodeIPs, net.ParseIP(ip))
 	}
 	keys, err := newPKI(c.Name, plan.serviceIP(), nodeIPs)
 	if err != nil {
@@ -313,11 +322,7 @@ const kubeletPort = 10250
 // down ends it): clusters left running with Detach lose their kubelet endpoint, and so exec,
 // when the process that started them exits.
 func (l *localProvider) serveKubeletEndpoint(c *Cluster, plan addressPlan, kwokServer string) error {
-	nodes := make([]string, l.nodes)
-	for n := range nodes {
-		nodes[n] = plan.nodeIP(n + 1)
-	}
-	f, err := ForwardNodePort(nodes, kubeletPort, kwokServer)
+	f, err := ForwardNodePort(plan.nodeIPs(l.nodes), kubeletPort, kwokServer)
 	if err != nil {
 		return fmt.Errorf("cluster %s: serving the nodes' kubelet endpoint: %w", c.Name, err)
 	}

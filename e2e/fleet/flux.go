@@ -191,17 +191,16 @@ func (x *Flux) step(ctx context.Context) error {
 	slices.Sort(running)
 	key := strings.Join(running, ",")
 	x.mu.Lock()
-	same := key == x.pods
-	x.mu.Unlock()
-	if same {
+	if key == x.pods {
+		x.mu.Unlock()
 		return nil
 	}
-	x.mu.Lock()
-	if x.sim != nil {
-		x.sim.Close() // frees rank 0's listener and the lead broker's NodePort for the next run
-		x.sim = nil
-	}
+	old := x.sim
+	x.sim = nil
 	x.mu.Unlock()
+	if old != nil {
+		old.Close() // frees rank 0's listener and the lead broker's NodePort for the next run
+	}
 	network, err := Network(root, sides)
 	if err != nil {
 		return err
