@@ -104,18 +104,21 @@ func TestAJobGrowsTheBurstsThatShrinkOnceIdle(t *testing.T) {
 	}
 	require.Equal(t, rootPods, podUIDs(t, "hub", ns, root.Name), "the root's brokers never restarted")
 	// Every decision is an event of its own, each burst's too, with the demand or the idle time.
-	for _, want := range []struct{ reason, message string }{
-		{"BurstScaledUp", "raised burst burst-a from 0 to 2 brokers: 1 jobs wait, one for 6 nodes"},
-		{"BurstScaledUp", "raised burst burst-b from 0 to 2 brokers: 1 jobs wait, one for 6 nodes"},
-		{"BurstScaledDown", "drained ranks 2-3 of burst burst-a in Flux before it shrinks: no job waits, and ranks 2-3 ran no job for 8s"},
-		{"BurstScaledDown", "drained ranks 4-5 of burst burst-b in Flux before it shrinks"},
-		{"BurstScaledDown", "lowered burst burst-a from 2 to 0 brokers"},
-		{"BurstScaledDown", "lowered burst burst-b from 2 to 0 brokers"},
-	} {
-		require.True(t, slices.ContainsFunc(events(t, ns, root.Name, want.reason), func(e corev1.Event) bool {
-			return strings.Contains(e.Message, want.message)
-		}), "%s %q", want.reason, want.message)
-	}
+	// The hub records events after it writes the status, in the background: wait for them.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		for _, want := range []struct{ reason, message string }{
+			{"BurstScaledUp", "raised burst burst-a from 0 to 2 brokers: 1 jobs wait, one for 6 nodes"},
+			{"BurstScaledUp", "raised burst burst-b from 0 to 2 brokers: 1 jobs wait, one for 6 nodes"},
+			{"BurstScaledDown", "drained ranks 2-3 of burst burst-a in Flux before it shrinks: no job waits, and ranks 2-3 ran no job for 8s"},
+			{"BurstScaledDown", "drained ranks 4-5 of burst burst-b in Flux before it shrinks"},
+			{"BurstScaledDown", "lowered burst burst-a from 2 to 0 brokers"},
+			{"BurstScaledDown", "lowered burst burst-b from 2 to 0 brokers"},
+		} {
+			require.True(c, slices.ContainsFunc(events(t, ns, root.Name, want.reason), func(e corev1.Event) bool {
+				return strings.Contains(e.Message, want.message)
+			}), "%s %q", want.reason, want.message)
+		}
+	}, wait, tick)
 
 	ended := floatTime(job.TInactive)
 	t.Logf("job waiting -> hub decision: %v", decided.Sub(submitted).Round(10*time.Millisecond))

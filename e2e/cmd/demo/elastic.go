@@ -139,16 +139,33 @@ func shrunk(root *fluxv1alpha2.MiniCluster) bool {
 	return len(root.Status.Bursts) > 0
 }
 
-// printScaling lists the hub's scaling events about root, as kubectl get events shows them.
+// printScaling lists the hub's scaling events about root, as kubectl get events shows them. The
+// hub records events after it writes the status, and the recorder sends them in the background:
+// it waits a little for the event of every burst's shrink.
 func printScaling(ctx context.Context, out io.Writer, hubClient client.Client, root *fluxv1alpha2.MiniCluster) error {
-	var list corev1.EventList
-	if err := hubClient.List(ctx, &list, client.InNamespace(root.Namespace)); err != nil {
-		return err
-	}
 	var evs []corev1.Event
-	for _, e := range list.Items {
-		if e.InvolvedObject.Name == root.Name && strings.HasPrefix(e.Reason, "BurstScaled") {
-			evs = append(evs, e)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		var list corev1.EventList
+		if err := hubClient.List(ctx, &list, client.InNamespace(root.Namespace)); err != nil {
+			return err
+		}
+		evs = evs[:0]
+		lowered := 0
+		for _, e := range list.Items {
+			if e.InvolvedObject.Name == root.Name && strings.HasPrefix(e.Reason, "BurstScaled") {
+				evs = append(evs, e)
+				if strings.HasPrefix(e.Message, "lowered ") {
+					lowered++
+				}
+			}
+		}
+		if lowered >= len(root.Status.Bursts) || time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
 		}
 	}
 	slices.SortFunc(evs, func(a, b corev1.Event) int { return eventTime(a).Compare(eventTime(b)) })
