@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
@@ -26,10 +24,6 @@ import (
 	"github.com/fluxfed/fluxfed/e2e/testenv"
 	"github.com/fluxfed/fluxfed/member/render"
 )
-
-// fluxOperatorModule is the Go module whose examples/ holds the Flux Operator's example
-// MiniClusters.
-const fluxOperatorModule = "github.com/flux-framework/flux-operator"
 
 // warnings collects the warnings the API server returns.
 type warnings struct {
@@ -184,8 +178,24 @@ func miniClusters(t *testing.T, dir string) map[string][]*unstructured.Unstructu
 }
 
 // TestDeprecatedFieldsApplyWithWarnings creates MiniClusters that set each deprecated field
-// the way older manifests do (testdata/deprecated), and one that sets none.
+// the way older manifests do (testdata/deprecated), and one that sets none. With
+// FLUXFED_FLUX_OPERATOR_DIR set to a checkout of the Flux Operator, it also creates every
+// v1alpha2 MiniCluster of its examples/ (the module proxy does not serve that module, and its
+// files are not copied here): all must be accepted, with a warning for each deprecated field,
+// and render.
 func TestDeprecatedFieldsApplyWithWarnings(t *testing.T) {
+	if dir := os.Getenv("FLUXFED_FLUX_OPERATOR_DIR"); dir != "" {
+		t.Run("the Flux Operator's examples", func(t *testing.T) {
+			docs := miniClusters(t, filepath.Join(dir, "examples"))
+			n := 0
+			for _, objs := range docs {
+				n += len(objs)
+			}
+			t.Logf("%d v1alpha2 MiniClusters in %d files of %s", n, len(docs), dir)
+			require.NotZero(t, n, "no v1alpha2 MiniCluster found")
+			admitAndRender(t, docs)
+		})
+	}
 	docs := miniClusters(t, filepath.Join("testdata", "deprecated"))
 	var fields []string
 	for _, objs := range docs {
@@ -199,56 +209,5 @@ func TestDeprecatedFieldsApplyWithWarnings(t *testing.T) {
 		"spec.containers[].existingVolumes", "spec.containers[].fluxUser",
 		"spec.containers[].preCommand", "spec.oversubscribe", "spec.volumes", "spec.volumes",
 	}, fields, "the fixtures set every deprecated field")
-	admitAndRender(t, docs)
-}
-
-// fluxOperatorExamples returns the examples/ directory of the Flux Operator's module: the one
-// FLUXFED_FLUX_OPERATOR_DIR names, else the newest version of the module in the module cache
-// (go mod download github.com/flux-framework/flux-operator@VERSION puts it there). The module is
-// not a requirement of fluxfed's go.mod, nor copied into this repository.
-func fluxOperatorExamples(t *testing.T) string {
-	t.Helper()
-	if dir := os.Getenv("FLUXFED_FLUX_OPERATOR_DIR"); dir != "" {
-		return filepath.Join(dir, "examples")
-	}
-	cache := os.Getenv("GOMODCACHE")
-	if cache == "" {
-		out, err := exec.Command("go", "env", "GOMODCACHE").Output()
-		require.NoError(t, err, "go env GOMODCACHE")
-		cache = strings.TrimSpace(string(out))
-	}
-	// The module cache escapes upper-case letters; this path has none.
-	dirs, err := filepath.Glob(filepath.Join(cache, filepath.FromSlash(fluxOperatorModule)+"@*"))
-	require.NoError(t, err)
-	var newest string
-	var newestVersion *version.Version
-	for _, dir := range dirs {
-		_, v, _ := strings.Cut(filepath.Base(dir), "@")
-		parsed, err := version.ParseSemantic(v)
-		if err != nil {
-			continue
-		}
-		if newestVersion == nil || parsed.GreaterThan(newestVersion) {
-			newest, newestVersion = dir, parsed
-		}
-	}
-	if newest == "" {
-		t.Skipf("the Flux Operator's module is not in the module cache (%s): run `go mod download %s@VERSION`, or set FLUXFED_FLUX_OPERATOR_DIR to a checkout of it", cache, fluxOperatorModule)
-	}
-	t.Logf("Flux Operator examples from %s", newest)
-	return filepath.Join(newest, "examples")
-}
-
-// TestFluxOperatorExamplesApply creates every v1alpha2 MiniCluster of the Flux Operator's
-// examples/ with strict field validation: all are accepted, those that set deprecated fields
-// with a warning for each, and all render.
-func TestFluxOperatorExamplesApply(t *testing.T) {
-	docs := miniClusters(t, fluxOperatorExamples(t))
-	n := 0
-	for _, objs := range docs {
-		n += len(objs)
-	}
-	t.Logf("%d v1alpha2 MiniClusters in %d files", n, len(docs))
-	require.NotZero(t, n, "no v1alpha2 MiniCluster found")
 	admitAndRender(t, docs)
 }
