@@ -33,7 +33,7 @@ func TestRunDispatch(t *testing.T) {
 		wantErr    string
 		wantStdout []string
 	}{
-		{name: "no command prints help", args: nil, wantStdout: []string{"Commands:", "manager", "completion"}},
+		{name: "no command prints help", args: nil, wantStdout: []string{"Commands:", "manager", "status", "completion"}},
 		{name: "help", args: []string{"help"}, wantStdout: []string{"manager"}},
 		{name: "unknown command", args: []string{"frobnicate"}, wantErr: `unknown command "frobnicate"` + "\nRun 'fluxfed --help' for usage"},
 		{name: "misspelt command", args: []string{"mangaer"}, wantErr: `unknown command "mangaer" (did you mean manager?)`},
