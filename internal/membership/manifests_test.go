@@ -1,0 +1,87 @@
+package membership
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	fedv1alpha1 "github.com/fluxfed/fluxfed/api/fluxfed/v1alpha1"
+	"github.com/fluxfed/fluxfed/e2e/testenv"
+)
+
+// TestRenderIsWhatKubectlKustomizeBuilds: what Add applies from the embedded manifests is what
+// `kubectl apply -k deploy/member-access...` would apply, object for object.
+func TestRenderIsWhatKubectlKustomizeBuilds(t *testing.T) {
+	byName := func(objs []*unstructured.Unstructured) map[string]string {
+		out := map[string]string{}
+		for _, o := range objs {
+			data, err := json.Marshal(o.Object)
+			require.NoError(t, err)
+			out[describe(o)] = string(data)
+		}
+		return out
+	}
+	for _, dir := range []string{"member-access", "member-access-any", "member-access-token"} {
+		t.Run(dir, func(t *testing.T) {
+			want, err := testenv.Kustomize(dir)
+			require.NoError(t, err)
+			got, err := render(dir)
+			require.NoError(t, err)
+			require.Len(t, got, len(want))
+			require.Equal(t, byName(want), byName(got))
+			require.Equal(t, "Namespace", got[0].GetKind(), "the namespace is applied first")
+		})
+	}
+}
+
+func TestOptionsRefuseWhatCannotWork(t *testing.T) {
+	base := func() Options {
+		return Options{Name: "member-a", Hub: testConfig, Member: testConfig}
+	}
+	for name, tc := range map[string]struct {
+		change  func(*Options)
+		wantErr string
+		check   func(*testing.T, Options)
+	}{
+		"defaults": {change: func(*Options) {}, check: func(t *testing.T, o Options) {
+			require.Equal(t, AccessNamespaces, o.Access)
+			require.Equal(t, fedv1alpha1.NamespaceAllowMirror, o.Allow)
+			require.Equal(t, "fluxfed-system", o.Namespace)
+			require.Equal(t, testConfig.Host, o.MemberServer)
+			require.Equal(t, DefaultTokenTTL, o.TokenTTL)
+			require.Equal(t, "member-access", o.accessDir())
+		}},
+		"lent namespaces are listed": {change: func(o *Options) { o.Lend = []string{"research"} }, check: func(t *testing.T, o Options) {
+			require.Equal(t, fedv1alpha1.NamespaceAllowListed, o.Allow)
+		}},
+		"any": {change: func(o *Options) { o.Access = AccessAny; o.CreateNamespaces = true }, check: func(t *testing.T, o Options) {
+			require.Equal(t, fedv1alpha1.NamespaceAllowAny, o.Allow)
+			require.Equal(t, "member-access-any", o.accessDir())
+		}},
+		"token": {change: func(o *Options) { o.NonExpiringToken = true }, check: func(t *testing.T, o Options) {
+			require.Equal(t, "member-access-token", o.accessDir())
+		}},
+		"no name":                {change: func(o *Options) { o.Name = "" }, wantErr: "name"},
+		"unknown access":         {change: func(o *Options) { o.Access = "all" }, wantErr: `access "all"`},
+		"listed without names":   {change: func(o *Options) { o.Allow = fedv1alpha1.NamespaceAllowListed }, wantErr: "at least one"},
+		"allow any, access less": {change: func(o *Options) { o.Allow = fedv1alpha1.NamespaceAllowAny }, wantErr: "needs access any"},
+		"create, access less":    {change: func(o *Options) { o.CreateNamespaces = true }, wantErr: "needs access any"},
+		"lend kube-system":       {change: func(o *Options) { o.Lend = []string{"kube-system"} }, wantErr: "never burst into"},
+		"lend with any":          {change: func(o *Options) { o.Access = AccessAny; o.Lend = []string{"research"} }, wantErr: "lends every namespace"},
+		"short token":            {change: func(o *Options) { o.TokenTTL = 1 }, wantErr: "no less than 10m"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			o := base()
+			tc.change(&o)
+			err := o.defaults()
+			if tc.wantErr != "" {
+				require.ErrorContains(t, err, tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			tc.check(t, o)
+		})
+	}
+}
