@@ -298,7 +298,7 @@ func Add(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the member's cluster ID: %w", err)
 	}
-	if err := refuseRegistered(ctx, hubClient, o.Name, id, o.Namespace); err != nil {
+	if err := refuseRegistered(ctx, hubClient, o.Name, id, o.MemberServer, o.Namespace); err != nil {
 		return nil, err
 	}
 	p.say("cluster ID %s, not registered on the hub", id)
@@ -433,8 +433,10 @@ func clusterID(ctx context.Context, cs kubernetes.Interface) (string, error) {
 }
 
 // refuseRegistered returns ErrAlreadyRegistered when a MemberCluster has the name, or has
-// recorded the cluster ID, or another MemberCluster uses the Secret Add would write.
-func refuseRegistered(ctx context.Context, hubClient client.Client, name, id, namespace string) error {
+// recorded the cluster ID, or another MemberCluster uses the Secret Add would write. A member
+// the hub has not reached yet has no cluster ID recorded: it is refused too when its kubeconfig
+// leads to the same server, the best that can be told without the hub's answer.
+func refuseRegistered(ctx context.Context, hubClient client.Client, name, id, server, namespace string) error {
 	var list fedv1alpha1.MemberClusterList
 	if err := hubClient.List(ctx, &list); err != nil {
 		return fmt.Errorf("listing the hub's members: %w", err)
@@ -447,9 +449,29 @@ func refuseRegistered(ctx context.Context, hubClient client.Client, name, id, na
 			return fmt.Errorf("cluster %s: %w on the hub as member %s", id, ErrAlreadyRegistered, mc.Name)
 		case mc.Spec.KubeconfigSecretRef.Name == SecretName(name):
 			return fmt.Errorf("member %s uses Secret %s/%s already: %w", mc.Name, namespace, SecretName(name), ErrAlreadyRegistered)
+		case mc.Status.ClusterID == "" && serverOf(ctx, hubClient, namespace, mc) == server:
+			return fmt.Errorf("member %s, whose cluster ID the hub has not read yet, has a kubeconfig for %s: %w", mc.Name, server, ErrAlreadyRegistered)
 		}
 	}
 	return nil
+}
+
+// serverOf returns the server of the kubeconfig of mc, or "" when it cannot be read or the hub
+// would refuse it.
+func serverOf(ctx context.Context, hubClient client.Client, namespace string, mc fedv1alpha1.MemberCluster) string {
+	secret := &corev1.Secret{}
+	if err := hubClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: mc.Spec.KubeconfigSecretRef.Name}, secret); err != nil {
+		return ""
+	}
+	key := mc.Spec.KubeconfigSecretRef.Key
+	if key == "" {
+		key = KubeconfigKey
+	}
+	cfg, err := members.Check(secret.Data[key])
+	if err != nil {
+		return ""
+	}
+	return cfg.Host
 }
 
 func orUnknown(s string) string {
