@@ -60,8 +60,8 @@ func TestAddListRemoveOnTheLocalClusters(t *testing.T) {
 	mc := &fedv1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: "member-a"}}
 	require.True(t, exists(t, hubClient, mc))
 	require.Equal(t, string(system.UID), mc.Status.ClusterID)
-	require.Equal(t, fedv1alpha1.NamespaceAllowListed, mc.Spec.Namespaces.Allow)
-	require.Equal(t, []fedv1alpha1.MemberNamespaceName{"research"}, mc.Spec.Namespaces.Names)
+	require.Equal(t, fedv1alpha1.NamespaceAllowMirror, mc.Spec.Namespaces.Allow)
+	require.False(t, mc.Spec.Namespaces.Create)
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "fluxfed-system", Name: "member-a-kubeconfig"}}
 	require.True(t, exists(t, hubClient, secret))
 	kubeconfig := string(secret.Data["kubeconfig"])

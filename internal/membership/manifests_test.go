@@ -53,8 +53,15 @@ func TestOptionsRefuseWhatCannotWork(t *testing.T) {
 			require.Equal(t, DefaultTokenTTL, o.TokenTTL)
 			require.Equal(t, "member-access", o.accessDir())
 		}},
-		"lent namespaces are listed": {change: func(o *Options) { o.Lend = []string{"research"} }, check: func(t *testing.T, o Options) {
-			require.Equal(t, fedv1alpha1.NamespaceAllowListed, o.Allow)
+		"lent namespaces are mirrored": {change: func(o *Options) { o.Lend = []string{"research"} }, check: func(t *testing.T, o Options) {
+			require.Equal(t, fedv1alpha1.NamespaceAllowMirror, o.Allow)
+		}},
+		"lent namespaces listed": {change: func(o *Options) {
+			o.Lend, o.Allow = []string{"research"}, fedv1alpha1.NamespaceAllowListed
+		}, check: func(t *testing.T, o Options) {
+			m, err := memberCluster(o)
+			require.NoError(t, err)
+			require.Equal(t, map[string]any{"allow": "Listed", "names": []any{"research"}}, m.Object["spec"].(map[string]any)["namespaces"])
 		}},
 		"any": {change: func(o *Options) { o.Access = AccessAny; o.CreateNamespaces = true }, check: func(t *testing.T, o Options) {
 			require.Equal(t, fedv1alpha1.NamespaceAllowAny, o.Allow)

@@ -105,7 +105,8 @@ type Options struct {
 	// created if missing, and gets the RoleBinding fluxfed-hub-burst.
 	Lend []string
 	// Allow is the MemberCluster's spec.namespaces.allow: Mirror, Listed or Any. Default Any
-	// with AccessAny, else Listed when Lend names namespaces, else Mirror. Listed lists Lend.
+	// with AccessAny, else Mirror (the CRD's default: a root bursts only into the lent namespace
+	// named like its own). Listed lists Lend, for every root of the hub.
 	Allow fedv1alpha1.NamespaceAllow
 	// CreateNamespaces lets the hub create a burst's namespace (spec.namespaces.create); only
 	// with AccessAny, which gives it the right to.
@@ -211,13 +212,9 @@ func (o *Options) defaults() error {
 		return fmt.Errorf("access %q: want %q or %q", o.Access, AccessNamespaces, AccessAny)
 	}
 	if o.Allow == "" {
-		switch {
-		case o.Access == AccessAny:
+		o.Allow = fedv1alpha1.NamespaceAllowMirror
+		if o.Access == AccessAny {
 			o.Allow = fedv1alpha1.NamespaceAllowAny
-		case len(o.Lend) > 0:
-			o.Allow = fedv1alpha1.NamespaceAllowListed
-		default:
-			o.Allow = fedv1alpha1.NamespaceAllowMirror
 		}
 	}
 	switch o.Allow {
@@ -335,8 +332,8 @@ func Add(ctx context.Context, o Options) (*Result, error) {
 	if expires.IsZero() {
 		p.say("took the token of Secret %s/%s, which never expires: delete the Secret to revoke it", AccessNamespace, TokenSecret)
 	} else {
-		p.say("minted a token for ServiceAccount %s/%s, expiring %s (in %v): replace the kubeconfig Secret before then",
-			AccessNamespace, ServiceAccount, expires.UTC().Format(time.RFC3339), time.Until(expires).Round(time.Hour))
+		p.say("minted a token for ServiceAccount %s/%s, expiring %s (in %s): replace the kubeconfig Secret before then",
+			AccessNamespace, ServiceAccount, expires.UTC().Format(time.RFC3339), lifetime(time.Until(expires)))
 	}
 	kubeconfig, err := buildKubeconfig(o, token)
 	if err != nil {
@@ -403,6 +400,14 @@ func Add(ctx context.Context, o Options) (*Result, error) {
 	p.say("Ready after %v (%v since member add began): %s, %s",
 		res.Ready.Sub(res.Registered).Round(10*time.Millisecond), res.Elapsed.Round(10*time.Millisecond), got.Status.KubernetesVersion, nodes)
 	return res, nil
+}
+
+// lifetime says how long a token lasts: in days from two days on, else in minutes.
+func lifetime(d time.Duration) string {
+	if d >= 48*time.Hour {
+		return fmt.Sprintf("%d days", int(d.Round(time.Hour)/(24*time.Hour)))
+	}
+	return d.Round(time.Minute).String()
 }
 
 func listed(o Options) string {

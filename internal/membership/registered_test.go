@@ -3,6 +3,7 @@ package membership
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -46,4 +47,11 @@ func TestRefuseRegistered(t *testing.T) {
 			require.ErrorContains(t, err, tc.wantErr)
 		})
 	}
+}
+
+func TestLifetime(t *testing.T) {
+	require.Equal(t, "30 days", lifetime(720*time.Hour-3*time.Second))
+	require.Equal(t, "2 days", lifetime(48*time.Hour))
+	require.Equal(t, "47h59m0s", lifetime(48*time.Hour-time.Minute))
+	require.Equal(t, "10m0s", lifetime(10*time.Minute))
 }
