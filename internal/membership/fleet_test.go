@@ -126,9 +126,11 @@ func TestAddListRemoveOnTheLocalClusters(t *testing.T) {
 	// Added again, lent whole, and removed with --force while a child runs there.
 	out.Reset()
 	res, err = membership.Add(ctx, membership.Options{Name: "member-a", Hub: hubConfig, Member: memberConfig,
-		Access: membership.AccessAny, CreateNamespaces: true, Out: &out})
-	t.Logf("member add member-a --access any --create-namespaces:\n%s", out.String())
+		Access: membership.AccessAny, CreateNamespaces: true, NonExpiringToken: true, Out: &out})
+	t.Logf("member add member-a --access any --create-namespaces --non-expiring-token:\n%s", out.String())
 	require.NoError(t, err)
+	require.Zero(t, res.TokenExpires)
+	require.Contains(t, out.String(), "took the token of Secret fluxfed-system/fluxfed-hub-token")
 	t.Logf("member add to Ready, again: %v", res.Elapsed)
 	root = exampleRoot(t)
 	root.Namespace = "research"
@@ -141,7 +143,9 @@ func TestAddListRemoveOnTheLocalClusters(t *testing.T) {
 	require.NoError(t, membership.Remove(ctx, membership.RemoveOptions{Name: "member-a", Hub: hubConfig, Member: memberConfig, Force: true, Out: &out}))
 	t.Logf("member remove member-a --force:\n%s", out.String())
 	require.Contains(t, out.String(), "member-a: leaving 1 child MiniCluster(s): research/burst-a")
+	require.Contains(t, out.String(), "removed access (Secret fluxfed-system/fluxfed-hub-token, ")
 	requireGone(t, f)
+	require.False(t, exists(t, memberClient, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "fluxfed-system", Name: "fluxfed-hub-token"}}))
 	require.True(t, exists(t, memberClient, child), "--force leaves the children running")
 }
 

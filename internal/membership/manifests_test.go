@@ -51,7 +51,7 @@ func TestOptionsRefuseWhatCannotWork(t *testing.T) {
 			require.Equal(t, "fluxfed-system", o.Namespace)
 			require.Equal(t, testConfig.Host, o.MemberServer)
 			require.Equal(t, DefaultTokenTTL, o.TokenTTL)
-			require.Equal(t, "member-access", o.accessDir())
+			require.Equal(t, []string{"member-access"}, o.accessDirs())
 		}},
 		"lent namespaces are mirrored": {change: func(o *Options) { o.Lend = []string{"research"} }, check: func(t *testing.T, o Options) {
 			require.Equal(t, fedv1alpha1.NamespaceAllowMirror, o.Allow)
@@ -65,10 +65,22 @@ func TestOptionsRefuseWhatCannotWork(t *testing.T) {
 		}},
 		"any": {change: func(o *Options) { o.Access = AccessAny; o.CreateNamespaces = true }, check: func(t *testing.T, o Options) {
 			require.Equal(t, fedv1alpha1.NamespaceAllowAny, o.Allow)
-			require.Equal(t, "member-access-any", o.accessDir())
+			require.Equal(t, []string{"member-access-any"}, o.accessDirs())
 		}},
 		"token": {change: func(o *Options) { o.NonExpiringToken = true }, check: func(t *testing.T, o Options) {
-			require.Equal(t, "member-access-token", o.accessDir())
+			require.Equal(t, []string{"member-access", "member-access-token"}, o.accessDirs())
+		}},
+		"any, token": {change: func(o *Options) { o.Access = AccessAny; o.NonExpiringToken = true }, check: func(t *testing.T, o Options) {
+			require.Equal(t, []string{"member-access-any", "member-access-token"}, o.accessDirs())
+			objs, err := accessObjects(o.accessDirs())
+			require.NoError(t, err)
+			var names []string
+			for _, obj := range objs {
+				names = append(names, describe(obj))
+			}
+			require.Len(t, names, 9, "each object once: %v", names)
+			require.Contains(t, names, "Secret fluxfed-system/fluxfed-hub-token")
+			require.Contains(t, names, "ClusterRole fluxfed-hub-namespaces")
 		}},
 		"no name":                {change: func(o *Options) { o.Name = "" }, wantErr: "name"},
 		"unknown access":         {change: func(o *Options) { o.Access = "all" }, wantErr: `access "all"`},

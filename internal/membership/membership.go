@@ -256,15 +256,35 @@ func (o *Options) defaults() error {
 	return nil
 }
 
-// accessDir is the kustomization of deploy/ that Add applies.
-func (o *Options) accessDir() string {
-	switch {
-	case o.Access == AccessAny:
-		return "member-access-any"
-	case o.NonExpiringToken:
-		return "member-access-token"
+// accessDirs are the kustomizations of deploy/ that Add applies.
+func (o *Options) accessDirs() []string {
+	dirs := []string{"member-access"}
+	if o.Access == AccessAny {
+		dirs = []string{"member-access-any"}
 	}
-	return "member-access"
+	if o.NonExpiringToken {
+		dirs = append(dirs, "member-access-token")
+	}
+	return dirs
+}
+
+// accessObjects are the objects of dirs, each once, in order.
+func accessObjects(dirs []string) ([]*unstructured.Unstructured, error) {
+	var objs []*unstructured.Unstructured
+	seen := map[string]bool{}
+	for _, dir := range dirs {
+		more, err := render(dir)
+		if err != nil {
+			return nil, err
+		}
+		for _, obj := range more {
+			if name := describe(obj); !seen[name] {
+				seen[name] = true
+				objs = append(objs, obj)
+			}
+		}
+	}
+	return objs, nil
 }
 
 // Add registers a member on the hub, as the package documentation says, printing each step on
@@ -302,7 +322,7 @@ func Add(ctx context.Context, o Options) (*Result, error) {
 	res := &Result{ClusterID: id}
 
 	// The hub's identity on the member.
-	objs, err := render(o.accessDir())
+	objs, err := accessObjects(o.accessDirs())
 	if err != nil {
 		return nil, err
 	}
@@ -315,7 +335,7 @@ func Add(ctx context.Context, o Options) (*Result, error) {
 			installed = append(installed, describe(obj))
 		}
 	}
-	p.say("installed access from deploy/%s (%s)", o.accessDir(), strings.Join(installed, ", "))
+	p.say("installed access from deploy/%s (%s)", strings.Join(o.accessDirs(), " and deploy/"), strings.Join(installed, ", "))
 	for _, ns := range o.Lend {
 		if err := lend(ctx, memberClient, ns); err != nil {
 			return nil, err

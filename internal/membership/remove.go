@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -208,31 +209,28 @@ func removeAccess(ctx context.Context, c client.Client) ([]string, error) {
 		}
 		deleted = append(deleted, "RoleBinding "+rb.Namespace+"/"+rb.Name)
 	}
-	seen := map[string]bool{}
-	// The token Secret before its ServiceAccount, the bindings before their roles.
-	for _, dir := range []string{"member-access-token", "member-access-any", "member-access"} {
-		objs, err := render(dir)
-		if err != nil {
-			return deleted, err
+	// In the reverse order of their installation: the token Secret before its ServiceAccount
+	// (whose deletion would take the Secret with it, unreported).
+	objs, err := accessObjects([]string{"member-access-any", "member-access-token"})
+	if err != nil {
+		return deleted, err
+	}
+	slices.Reverse(objs)
+	for _, obj := range objs {
+		if obj.GetKind() == "Namespace" {
+			continue // fluxfed runs there
 		}
-		for _, obj := range objs {
-			name := describe(obj)
-			if obj.GetKind() == "Namespace" || seen[name] {
-				continue
-			}
-			seen[name] = true
-			target := &unstructured.Unstructured{}
-			target.SetGroupVersionKind(obj.GroupVersionKind())
-			target.SetNamespace(obj.GetNamespace())
-			target.SetName(obj.GetName())
-			err := c.Delete(ctx, target)
-			switch {
-			case apierrors.IsNotFound(err):
-			case err != nil:
-				return deleted, fmt.Errorf("deleting %s on the member: %w", name, err)
-			default:
-				deleted = append(deleted, name)
-			}
+		target := &unstructured.Unstructured{}
+		target.SetGroupVersionKind(obj.GroupVersionKind())
+		target.SetNamespace(obj.GetNamespace())
+		target.SetName(obj.GetName())
+		err := c.Delete(ctx, target)
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return deleted, fmt.Errorf("deleting %s on the member: %w", describe(obj), err)
+		default:
+			deleted = append(deleted, describe(obj))
 		}
 	}
 	return deleted, nil
