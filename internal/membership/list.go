@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -50,6 +52,7 @@ func List(ctx context.Context, hubConfig *rest.Config) ([]Row, error) {
 		}
 		rows = append(rows, r)
 	}
+	slices.SortFunc(rows, func(a, b Row) int { return strings.Compare(a.Name, b.Name) })
 	return rows, nil
 }
 

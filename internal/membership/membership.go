@@ -154,11 +154,11 @@ func SecretName(name string) string { return name + "-kubeconfig" }
 // Config returns the configuration of a context of a kubeconfig, as kubectl would: path ""
 // follows $KUBECONFIG and ~/.kube/config, and context "" is the current context. It is how
 // `fluxfed member` reads --kubeconfig, --hub-context and --member-context.
-func Config(path, context string) (*rest.Config, error) {
+func Config(path, kubeContext string) (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = path
 	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
-		&clientcmd.ConfigOverrides{CurrentContext: context}).ClientConfig()
+		&clientcmd.ConfigOverrides{CurrentContext: kubeContext}).ClientConfig()
 }
 
 // scheme has the Kubernetes types and fluxfed's.
