@@ -65,7 +65,7 @@ func newRootCommand() *cobra.Command {
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetFlagErrorFunc(flagError)
 	root.SetUsageFunc(usage)
-	root.AddCommand(newManagerCommand(), newPlanCommand(), newStatusCommand(), newVersionCommand())
+	root.AddCommand(newManagerCommand(), newPlanCommand(), newStatusCommand(), newMemberCommand(), newVersionCommand())
 	return root
 }
 

@@ -56,6 +56,7 @@ type managerOptions struct {
 	cleanupTimeout       time.Duration
 	sweepInterval        time.Duration
 	fluxInterval         time.Duration
+	probeInterval        time.Duration
 	fluxIntervalMax      time.Duration
 	fluxTimeout          time.Duration
 	joinTimeout          time.Duration
@@ -96,6 +97,7 @@ func (o *managerOptions) bind(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.skipNamespaces, "skip-member-namespaces", false, "do not create the children's namespaces on the members (they must exist)")
 	fs.DurationVar(&o.cleanupTimeout, "cleanup-timeout", hub.DefaultCleanupTimeout, "how long deleting a root waits for unreachable members before leaving their children to the orphan sweep")
 	fs.DurationVar(&o.sweepInterval, "orphan-sweep-interval", hub.DefaultSweepInterval, "how often the hub deletes, on every member, the children of roots that no longer exist")
+	fs.DurationVar(&o.probeInterval, "lead-probe-interval", hub.DefaultProbeInterval, "how often the hub greets a root's advertised lead broker endpoint again, at most")
 	fs.DurationVar(&o.fluxInterval, "flux-interval", hub.DefaultFluxInterval, "how often the hub asks the Flux instance of a root that bursts what it sees (flux commands in its lead broker's container)")
 	fs.DurationVar(&o.fluxIntervalMax, "flux-interval-max", hub.DefaultFluxIntervalMax, "the longest wait between two asks: each answer that changed nothing doubles the wait up to this")
 	fs.DurationVar(&o.fluxTimeout, "flux-timeout", hub.DefaultFluxTimeout, "how long one ask of a Flux instance may take")
@@ -243,6 +245,7 @@ func (o *managerOptions) hubOptions(ctx context.Context, cfg *rest.Config) (hub.
 		CleanupTimeout:          o.cleanupTimeout,
 		SweepInterval:           o.sweepInterval,
 		MaxConcurrentReconciles: o.concurrency,
+		ProbeInterval:           o.probeInterval,
 		FluxInterval:            o.fluxInterval,
 		FluxIntervalMax:         o.fluxIntervalMax,
 		FluxTimeout:             o.fluxTimeout,

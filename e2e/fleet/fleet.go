@@ -67,6 +67,10 @@ type Options struct {
 	Unregistered bool
 }
 
+// LeadProbeInterval is how often the fleet's hub greets a lead broker endpoint that did not
+// answer again.
+const LeadProbeInterval = 2 * time.Second
+
 // Fleet is a running hub and members with fluxfed installed and running.
 type Fleet struct {
 	// Env holds the clusters; Env.Kubeconfig has a context per cluster.
@@ -156,7 +160,10 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 			args = append(args, "--hub", "--hub-name="+HubName, "--dial-allow=127.0.0.0/8",
 				// The stand-in flux (StartFlux) answers at once: the hub asks it often, so
 				// that what Flux sees shows in status within seconds.
-				"--flux-interval=1s", "--flux-interval-max=4s")
+				"--flux-interval=1s", "--flux-interval-max=4s",
+				// Stand-in brokers come and go with the tests: greet a lead broker that did
+				// not answer again soon.
+				"--lead-probe-interval="+LeadProbeInterval.String())
 		}
 		if err := f.runManager(ctx, c, append(args, opts.ManagerArgs...)); err != nil {
 			return nil, err

@@ -89,9 +89,13 @@ func elastic(ctx context.Context, f *fleet.Fleet, out io.Writer, say func(string
 			}
 			jobID = strings.TrimSpace(jobID)
 			submitted = true
-		case submitted && len(in.Jobs) > 0 && in.Jobs[0].State == fluxsim.StateInactive && shrunk(root):
-			say("Job %s ran and ended; the bursts idled %v, were drained in Flux and shrank to 0. Jobs killed: %d", jobID, elasticIdle, in.Killed)
-			return printScaling(ctx, out, hubClient, root)
+		case submitted && len(in.Jobs) > 0 && in.Jobs[0].State == fluxsim.StateInactive && shrunk(root) && fs != nil && fs.Online == 2:
+			say("Job %s ran and ended; the bursts idled %v, were drained in Flux and shrank to 0, and Flux sees their ranks gone. Jobs killed: %d", jobID, elasticIdle, in.Killed)
+			if err := printScaling(ctx, out, hubClient, root); err != nil {
+				return err
+			}
+			fmt.Fprintln(out, "\n== The on-demand root now, as fluxfed status shows it")
+			return fluxfed(ctx, f, out, say, statusArgs(f, root.Name, elasticNamespace)...)
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("the elastic cycle did not complete within 3 minutes (last: %s); logs are in %s", last, f.Env.Dir)

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -32,7 +33,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	fedv1alpha1 "github.com/fluxfed/fluxfed/api/fluxfed/v1alpha1"
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/e2e/brokersim"
 	"github.com/fluxfed/fluxfed/e2e/clusters"
@@ -40,7 +40,6 @@ import (
 	"github.com/fluxfed/fluxfed/e2e/k8sbin"
 	"github.com/fluxfed/fluxfed/e2e/testenv"
 	"github.com/fluxfed/fluxfed/hostlist"
-	"github.com/fluxfed/fluxfed/hub"
 	"github.com/fluxfed/fluxfed/member/render/names"
 )
 
@@ -76,7 +75,8 @@ func run(ctx context.Context, out io.Writer, keep bool, dir string) error {
 		return err
 	}
 
-	f, err := fleet.Start(ctx, fleet.Options{Dir: dir, Detach: keep, Logf: say})
+	// The members are registered as a user registers them, with fluxfed member add (in demo).
+	f, err := fleet.Start(ctx, fleet.Options{Dir: dir, Detach: keep, Logf: say, Unregistered: true})
 	if err != nil {
 		return err
 	}
@@ -102,6 +102,13 @@ func demo(ctx context.Context, f *fleet.Fleet, out io.Writer, say func(string, .
 	hub := f.Clients["hub"]
 	if err := hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
 		return err
+	}
+	for _, m := range f.Members {
+		// Each member lends the hub the namespaces of the demo's two roots, and nothing else.
+		if err := fluxfed(ctx, f, out, say, "member", "add", m.Name, "--member-context", m.Name, "--hub-context", f.Hub.Name,
+			"--lend", namespace+","+elasticNamespace); err != nil {
+			return err
+		}
 	}
 	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "examples", "bursting-root.yaml"))
 	if err != nil {
@@ -168,7 +175,8 @@ func demo(ctx context.Context, f *fleet.Fleet, out io.Writer, say func(string, .
 	if err := printRoot(out, root); err != nil {
 		return err
 	}
-	if err := printMembers(ctx, out, hub); err != nil {
+	fmt.Fprintln(out, "\n== The members, as the hub sees them")
+	if err := fluxfed(ctx, f, out, say, "member", "list", "--hub-context", f.Hub.Name); err != nil {
 		return err
 	}
 	printPods(out, root, sides)
@@ -176,7 +184,36 @@ func demo(ctx context.Context, f *fleet.Fleet, out io.Writer, say func(string, .
 	if err := elastic(ctx, f, out, say); err != nil {
 		return err
 	}
+	fmt.Fprintln(out, "\n== The federation, as fluxfed status shows it to a user")
+	if err := fluxfed(ctx, f, out, say, statusArgs(f, root.Name, namespace)...); err != nil {
+		return err
+	}
 	printPoke(out, f)
+	return nil
+}
+
+// statusArgs are the arguments of fluxfed status for a root of the demo. The members are read
+// with the administrator's contexts: the hub's identity there may read MiniClusters, not pods.
+func statusArgs(f *fleet.Fleet, name, ns string) []string {
+	args := []string{"status", name, "-n", ns, "--context", f.Hub.Name}
+	for _, m := range f.Members {
+		args = append(args, "--member-context", m.Name+"="+m.Name)
+	}
+	return args
+}
+
+// fluxfed runs the fluxfed binary the managers run, as a user would on the clusters' kubeconfig,
+// and prints its output indented.
+func fluxfed(ctx context.Context, f *fleet.Fleet, out io.Writer, say func(string, ...any), args ...string) error {
+	say("fluxfed %s", strings.Join(args, " "))
+	cmd := exec.CommandContext(ctx, f.Binary, append(args, "--kubeconfig", f.Env.Kubeconfig)...)
+	data, err := cmd.CombinedOutput()
+	for line := range strings.Lines(string(data)) {
+		fmt.Fprint(out, "  "+line)
+	}
+	if err != nil {
+		return fmt.Errorf("fluxfed %s: %w", strings.Join(args, " "), err)
+	}
 	return nil
 }
 
@@ -260,12 +297,12 @@ func join(ctx context.Context, root *fluxv1alpha2.MiniCluster, sides []fleet.Sid
 // awaitReachable waits until the hub finds the lead broker reachable, and leaves root as last
 // read. The hub greets the endpoint as soon as rank 0's pod has a node. When answerEarly was not
 // listening yet, the hub greets the endpoint again only after its probe interval (hub.Options
-// ProbeInterval; the fleet runs the hub with the default), so the true status can take that
+// ProbeInterval; the fleet runs the hub with fleet.LeadProbeInterval), so the true status can take that
 // long to show.
 func awaitReachable(ctx context.Context, f *fleet.Fleet, root *fluxv1alpha2.MiniCluster, say func(string, ...any)) error {
 	hubClient := f.Clients["hub"]
 	start := time.Now()
-	deadline := start.Add(hub.DefaultProbeInterval + 30*time.Second)
+	deadline := start.Add(fleet.LeadProbeInterval + 30*time.Second)
 	waiting := false
 	for {
 		if err := hubClient.Get(ctx, client.ObjectKeyFromObject(root), root); err != nil {
@@ -281,7 +318,7 @@ func awaitReachable(ctx context.Context, f *fleet.Fleet, root *fluxv1alpha2.Mini
 		case time.Now().After(deadline):
 			return fmt.Errorf("the hub did not find the lead broker reachable within %v: %v", time.Since(start).Round(time.Second), c)
 		case !waiting:
-			say("Waiting for the hub to greet the lead broker again (it greets an endpoint that did not answer every %v)", hub.DefaultProbeInterval)
+			say("Waiting for the hub to greet the lead broker again (it greets an endpoint that did not answer every %v)", fleet.LeadProbeInterval)
 			waiting = true
 		}
 		select {
@@ -306,30 +343,6 @@ func printRoot(out io.Writer, root *fluxv1alpha2.MiniCluster) error {
 	fmt.Fprintln(w, "  NAME\tCLUSTER\tNAMESPACE\tSIZE\tREADY\tPHASE\tMESSAGE")
 	for _, b := range root.Status.Bursts {
 		fmt.Fprintf(w, "  %s\t%s\t%s\t%d\t%d\t%s\t%s\n", b.Name, b.Cluster, b.Namespace, b.Size, b.Ready, b.Phase, b.Message)
-	}
-	return w.Flush()
-}
-
-// printMembers shows the MemberClusters as kubectl get memberclusters -o wide does.
-func printMembers(ctx context.Context, out io.Writer, hub client.Client) error {
-	var list fedv1alpha1.MemberClusterList
-	if err := hub.List(ctx, &list); err != nil {
-		return err
-	}
-	fmt.Fprintln(out, "\n== The members, as the hub sees them (kubectl get memberclusters -o wide)")
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "  NAME\tREADY\tVERSION\tNODES\tCHILDREN\tREASON\tCLUSTER-ID")
-	for _, m := range list.Items {
-		ready, reason := "", ""
-		if c := meta.FindStatusCondition(m.Status.Conditions, fedv1alpha1.ConditionReady); c != nil {
-			ready, reason = string(c.Status), c.Reason
-		}
-		nodes := ""
-		if m.Status.Nodes != nil {
-			nodes = fmt.Sprint(*m.Status.Nodes)
-		}
-		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%d\t%s\t%s\n", m.Name, ready, m.Status.KubernetesVersion, nodes,
-			m.Status.Children, reason, m.Status.ClusterID)
 	}
 	return w.Flush()
 }

@@ -37,7 +37,7 @@ func TestDemoShowsTheFederation(t *testing.T) {
 	for _, want := range []string{
 		"Flux run, 2/6 ranks online, 1 job waits for 6 nodes",
 		"Flux run, 6/6 ranks online | burst-a Joined size 2/2 online 2 | burst-b Joined size 2/2 online 2",
-		"the bursts idled 10s, were drained in Flux and shrank to 0. Jobs killed: 0",
+		"the bursts idled 10s, were drained in Flux and shrank to 0, and Flux sees their ranks gone. Jobs killed: 0",
 		"BurstScaledUp    raised burst burst-a from 0 to 2 brokers: 1 jobs wait, one for 6 nodes",
 		"BurstScaledUp    raised burst burst-b from 0 to 2 brokers: 1 jobs wait, one for 6 nodes",
 		"BurstScaledDown  lowered burst burst-b from 2 to 0 brokers: no job waits, and ranks 4-5 ran no job for 10s",
@@ -49,9 +49,16 @@ func TestDemoShowsTheFederation(t *testing.T) {
 	require.Regexp(t, `(?m)^lead broker:\s+127\.101\.0\.\d+:\d+ `, out.String())
 	require.NotContains(t, out.String(), "NotAnswering")
 	for _, member := range []string{"member-a", "member-b"} {
-		require.Regexp(t, `(?m)^  `+member+`\s+True\s+v1\.\d+\.\d+\s+2\s+1\s+Connected\s+[0-9a-f-]{36}$`, out.String(),
-			"the members are shown Ready, each with one child")
+		require.Contains(t, out.String(), "fluxfed member add "+member+" --member-context "+member+" --hub-context hub --lend demo,demo-elastic")
+		require.Regexp(t, `(?m)^  `+member+`: Ready after \S+ \(\S+ since member add began\): v1\.\d+\.\d+, 2 nodes$`, out.String())
+		require.Regexp(t, `(?m)^  `+member+`\s+True\s+v1\.\d+\.\d+\s+2\s+1\s+Connected\s+[0-9a-f-]{36}\s+\S+$`, out.String(),
+			"fluxfed member list shows the members Ready, each with one child")
 	}
+	// fluxfed status of both roots, with the pods of every cluster by rank.
+	require.Contains(t, out.String(), "  MiniCluster demo/bursting-root on hub: root")
+	require.Contains(t, out.String(), "  MiniCluster demo-elastic/on-demand on hub: root")
+	require.Regexp(t, `(?m)^    2-3\s+burst-a-\[0-1\]\s+burst-a\s+member-a\s+-\s+2-3$`, out.String(), "the on-demand bursts are reserved again")
+	require.Regexp(t, `(?m)^    6\s+member-b\s+demo/burst-b-1-\w+\s+burst-b-1\s+member-b-node-\d\s+Running\s+true$`, out.String())
 	for rank, host := range []string{"bursting-root-0", "bursting-root-1", "burst-a-0", "burst-a-1", "burst-a-2", "burst-b-0", "burst-b-1"} {
 		require.Regexp(t, `(?m)^  `+string(rune('0'+rank))+`\s+\S+\s+demo/`+host+`-\w+\s+`+host+`\s+\S+\s+Running$`, out.String())
 	}
