@@ -51,6 +51,16 @@ func TestRunDispatch(t *testing.T) {
 			"\nLogging flags:\n", "      --zap-log-level level ",
 		}},
 		{name: "completion", args: []string{"completion", "bash"}, wantStdout: []string{"bash completion"}},
+		{name: "member lists its commands", args: []string{"member"}, wantStdout: []string{"add ", "list ", "remove "}},
+		{name: "member add needs a name", args: []string{"member", "add"}, wantErr: "add takes the name of one member, got 0 arguments"},
+		{name: "member add needs the member's context", args: []string{"member", "add", "member-a"},
+			wantErr: "--member-context is required: the kubeconfig context of the member to register\nRun 'fluxfed member add --help' for usage"},
+		{name: "member add names a bad context", args: []string{"member", "add", "member-a", "--member-context", "nowhere", "--kubeconfig", "testdata/no-such-kubeconfig"},
+			wantErr: `--hub-context "":`},
+		{name: "member remove needs the member's context or --force", args: []string{"member", "remove", "member-a"},
+			wantErr: "--member-context is required (or --force, to remove the member from the hub only)"},
+		{name: "member list takes no arguments", args: []string{"member", "list", "x"}, wantErr: `list takes no arguments, got ["x"]`},
+		{name: "member has no such command", args: []string{"member", "join"}, wantErr: `unknown command "join"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
