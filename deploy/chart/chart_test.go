@@ -184,6 +184,8 @@ var (
 		"CustomResourceDefinition miniclusters.flux-framework.org",
 		"Deployment fluxfed-manager", "Role fluxfed-leader-election", "RoleBinding fluxfed-leader-election",
 		"Service fluxfed-manager-metrics", "ServiceAccount fluxfed-manager",
+		"ValidatingAdmissionPolicy fluxfed-minicluster-deprecations",
+		"ValidatingAdmissionPolicyBinding fluxfed-minicluster-deprecations",
 	}
 	hub = slices.Concat(single, []string{
 		"ClusterRole fluxfed-hub", "ClusterRoleBinding fluxfed-hub", "CustomResourceDefinition memberclusters.fluxfed.io",
@@ -265,10 +267,14 @@ var chartCases = []chartCase{
 		}),
 	},
 	{
-		name:    "single without CRDs or metrics",
-		values:  map[string]any{"crds": map[string]any{"install": false}, "metrics": map[string]any{"enabled": false}},
-		objects: without(sorted(single), "CustomResourceDefinition miniclusters.flux-framework.org", "Service fluxfed-manager-metrics"),
-		args:    []string{"--metrics-bind-address=0"},
+		name: "single without CRDs, metrics or deprecation warnings",
+		values: map[string]any{
+			"crds": map[string]any{"install": false}, "metrics": map[string]any{"enabled": false}, "deprecationWarnings": false,
+		},
+		objects: without(sorted(single), "CustomResourceDefinition miniclusters.flux-framework.org", "Service fluxfed-manager-metrics",
+			"ValidatingAdmissionPolicy fluxfed-minicluster-deprecations",
+			"ValidatingAdmissionPolicyBinding fluxfed-minicluster-deprecations"),
+		args: []string{"--metrics-bind-address=0"},
 	},
 }
 
@@ -367,6 +373,32 @@ func TestChartCRDsAreDeploysCRDs(t *testing.T) {
 				require.Equal(t, v, got.GetAnnotations()[k])
 			}
 		}
+	}
+}
+
+// The chart's appVersion is the release in the file VERSION, the tag deploy/manager runs.
+func TestChartAppVersionIsTheRelease(t *testing.T) {
+	chrt, err := loader.Load(chartDir)
+	require.NoError(t, err)
+	version, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "VERSION"))
+	require.NoError(t, err)
+	require.Equal(t, strings.TrimSpace(string(version)), chrt.Metadata.AppVersion, "Chart.yaml's appVersion")
+	built, err := release.Objects(kustomize(t), "manager")
+	require.NoError(t, err)
+	ctr := managerContainer(t, built)
+	require.Equal(t, ctr.Image, managerContainer(t, render(t, map[string]any{})).Image, "the image of deploy/manager")
+}
+
+// The deprecation policy is deploy/policy's.
+func TestChartPolicyIsDeploysPolicy(t *testing.T) {
+	built, err := release.Objects(kustomize(t), "policy")
+	require.NoError(t, err)
+	require.Len(t, built, 2)
+	objs := render(t, map[string]any{})
+	for _, want := range built {
+		got := find(objs, want.GetKind(), want.GetName())
+		require.NotNil(t, got, "%s %s", want.GetKind(), want.GetName())
+		require.Equal(t, want.Object["spec"], got.Object["spec"])
 	}
 }
 

@@ -1,7 +1,7 @@
 // Package release builds what a fluxfed release ships besides its image, from the kustomizations
 // under deploy/: one manifest per mode (`make release-manifests` writes them to dist/), and the
-// generated files of the Helm chart deploy/chart/fluxfed, its CRDs and the rules of its roles
-// (`make chart`). Both come from `kubectl kustomize` output, so that deploy/ stays the one source
+// generated files of the Helm chart deploy/chart/fluxfed, its CRDs, the rules of its roles and the
+// MiniCluster deprecation policy (`make chart`). Both come from `kubectl kustomize` output, so that deploy/ stays the one source
 // of the CRDs and the permissions.
 package release
 
@@ -161,6 +161,8 @@ var chartFiles = []chartFile{
 	{"files/rbac/hub-member.yaml", "member-access", "ClusterRole", "fluxfed-hub-member"},
 	{"files/rbac/hub-burst.yaml", "member-access", "ClusterRole", "fluxfed-hub-burst"},
 	{"files/rbac/hub-namespaces.yaml", "member-access-any", "ClusterRole", "fluxfed-hub-namespaces"},
+	{"files/policy/deprecations.yaml", "policy", "ValidatingAdmissionPolicy", "fluxfed-minicluster-deprecations"},
+	{"files/policy/deprecations-binding.yaml", "policy", "ValidatingAdmissionPolicyBinding", "fluxfed-minicluster-deprecations"},
 }
 
 // ChartFiles returns the generated files of the chart, by path under the chart's directory.
