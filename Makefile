@@ -142,3 +142,17 @@ verify: generate manifests ## Regenerate, then check formatting, vet, lint and t
 .PHONY: clean
 clean: ## Remove build outputs (not the cached tools or Kubernetes binaries).
 	rm -rf $(BIN_DIR) dist
+
+##@ Release
+
+DIST_DIR ?= dist
+
+.PHONY: release-manifests
+release-manifests: ## Write one manifest per mode from deploy/: $(DIST_DIR)/fluxfed.yaml (single cluster), fluxfed-hub.yaml, fluxfed-member.yaml.
+	@assets=$$(e2e/k8sbin/build.sh) && \
+	KUBEBUILDER_ASSETS=$$assets $(GO) run ./tools/release manifests -out $(DIST_DIR) -version $(IMAGE_VERSION)
+
+.PHONY: chart
+chart: ## Copy the CRDs and the roles' rules from deploy/ into the Helm chart deploy/chart/fluxfed (after make manifests).
+	@assets=$$(e2e/k8sbin/build.sh) && \
+	KUBEBUILDER_ASSETS=$$assets $(GO) run ./tools/release chart

@@ -1,0 +1,665 @@
+// Package chart_test checks the Helm chart deploy/chart/fluxfed: rendered with Helm's own library as
+// `helm install` would (client-side), per mode and with overrides; its generated files equal to
+// what deploy/ builds; linted; every rendered object applied with server-side dry-run to a real
+// API server; and the hub's permissions covering what the hub's RBAC markers ask for.
+package chart_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/common"
+	"helm.sh/helm/v4/pkg/chart/v2/lint"
+	"helm.sh/helm/v4/pkg/chart/v2/lint/support"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	releasev1 "helm.sh/helm/v4/pkg/release/v1"
+
+	"github.com/fluxfed/fluxfed/deploy/release"
+	"github.com/fluxfed/fluxfed/e2e/k8sbin"
+	"github.com/fluxfed/fluxfed/e2e/testenv"
+)
+
+const (
+	chartDir  = "fluxfed"
+	namespace = "fluxfed-system"
+)
+
+// kubeVersion is the version of the API servers the tests run, which the chart is rendered for.
+func kubeVersion(t *testing.T) *common.KubeVersion {
+	t.Helper()
+	v, err := common.ParseKubeVersion(k8sbin.Pinned().Kube)
+	require.NoError(t, err)
+	return v
+}
+
+// render renders the chart as `helm template fluxfed deploy/chart/fluxfed -n fluxfed-system`
+// with vals, and returns its objects in Helm's install order.
+func render(t *testing.T, vals map[string]any) []*unstructured.Unstructured {
+	t.Helper()
+	objs, err := tryRender(t, vals)
+	require.NoError(t, err)
+	return objs
+}
+
+func tryRender(t *testing.T, vals map[string]any) ([]*unstructured.Unstructured, error) {
+	t.Helper()
+	chrt, err := loader.Load(chartDir)
+	require.NoError(t, err)
+	install := action.NewInstall(action.NewConfiguration())
+	install.DryRunStrategy = action.DryRunClient
+	install.ReleaseName = "fluxfed"
+	install.Namespace = namespace
+	install.KubeVersion = kubeVersion(t)
+	r, err := install.Run(chrt, vals)
+	if err != nil {
+		return nil, err
+	}
+	rel, ok := r.(*releasev1.Release)
+	require.True(t, ok, "a %T", r)
+	return decode(t, rel.Manifest), nil
+}
+
+func decode(t *testing.T, manifest string) []*unstructured.Unstructured {
+	t.Helper()
+	reader := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(manifest), 4096)
+	var objs []*unstructured.Unstructured
+	for {
+		u := &unstructured.Unstructured{}
+		err := reader.Decode(&u.Object)
+		if errors.Is(err, io.EOF) {
+			return objs
+		}
+		require.NoError(t, err)
+		if len(u.Object) > 0 {
+			objs = append(objs, u)
+		}
+	}
+}
+
+func ids(objs []*unstructured.Unstructured) []string {
+	var out []string
+	for _, o := range objs {
+		id := o.GetKind() + " " + o.GetName()
+		if o.GetNamespace() != "" && o.GetNamespace() != namespace {
+			id += " in " + o.GetNamespace()
+		}
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func find(objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
+	for _, o := range objs {
+		if o.GetKind() == kind && o.GetName() == name {
+			return o
+		}
+	}
+	return nil
+}
+
+func into[T any](t *testing.T, o *unstructured.Unstructured) *T {
+	t.Helper()
+	require.NotNil(t, o)
+	var out T
+	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &out))
+	return &out
+}
+
+var kustomizer = sync.OnceValues(func() (release.Kustomizer, error) {
+	bin, err := k8sbin.Dir("kubectl")
+	if err != nil {
+		return nil, err
+	}
+	return release.Kubectl(filepath.Join(bin, "kubectl"), filepath.Join(testenv.RepoRoot(), "deploy")), nil
+})
+
+func kustomize(t *testing.T) release.Kustomizer {
+	t.Helper()
+	k, err := kustomizer()
+	require.NoError(t, err)
+	return k
+}
+
+// The chart's CRDs and role rules are copies of what deploy/ builds, made by `make chart`.
+func TestChartFilesAreWhatDeployBuilds(t *testing.T) {
+	want, err := release.ChartFiles(kustomize(t))
+	require.NoError(t, err)
+	for path, data := range want {
+		got, err := os.ReadFile(filepath.Join(chartDir, path))
+		require.NoError(t, err, "run make chart")
+		require.Equal(t, string(data), string(got), "%s differs from deploy/: run make chart", path)
+	}
+	on, err := filepath.Glob(filepath.Join(chartDir, "files", "*", "*"))
+	require.NoError(t, err)
+	for _, path := range on {
+		rel, err := filepath.Rel(chartDir, path)
+		require.NoError(t, err)
+		require.Contains(t, want, filepath.ToSlash(rel), "%s is not generated by make chart", path)
+	}
+}
+
+// chartCase is a set of values and what the chart renders from them.
+type chartCase struct {
+	name   string
+	values map[string]any
+	// objects are the rendered objects, "Kind name [in namespace]" (outside fluxfed-system).
+	objects []string
+	// args are among the manager's arguments; notArgs are not.
+	args, notArgs []string
+}
+
+var (
+	single = []string{
+		"ClusterRole fluxfed-manager", "ClusterRoleBinding fluxfed-manager",
+		"CustomResourceDefinition miniclusters.flux-framework.org",
+		"Deployment fluxfed-manager", "Role fluxfed-leader-election", "RoleBinding fluxfed-leader-election",
+		"Service fluxfed-manager-metrics", "ServiceAccount fluxfed-manager",
+		"ValidatingAdmissionPolicy fluxfed-minicluster-deprecations",
+		"ValidatingAdmissionPolicyBinding fluxfed-minicluster-deprecations",
+	}
+	hub = slices.Concat(single, []string{
+		"ClusterRole fluxfed-hub", "ClusterRoleBinding fluxfed-hub", "CustomResourceDefinition memberclusters.fluxfed.io",
+	})
+	member = slices.Concat(single, []string{
+		"ClusterRole fluxfed-hub-burst", "ClusterRole fluxfed-hub-member", "ClusterRoleBinding fluxfed-hub-member",
+		"ServiceAccount fluxfed-hub",
+	})
+)
+
+func sorted(s ...[]string) []string {
+	out := slices.Concat(s...)
+	slices.Sort(out)
+	return out
+}
+
+func without(s []string, drop ...string) []string {
+	return slices.DeleteFunc(slices.Clone(s), func(x string) bool { return slices.Contains(drop, x) })
+}
+
+var chartCases = []chartCase{
+	{
+		name: "single", values: map[string]any{},
+		objects: sorted(single),
+		args:    []string{"manager", "--leader-elect", "--metrics-bind-address=:8080", "--health-probe-bind-address=:8081"},
+		notArgs: []string{"--hub"},
+	},
+	{
+		name: "hub", values: map[string]any{"mode": "hub"},
+		objects: sorted(hub),
+		args:    []string{"--leader-elect", "--hub", "--members-namespace=fluxfed-system"},
+	},
+	{
+		name: "member", values: map[string]any{"mode": "member"},
+		objects: sorted(member),
+		notArgs: []string{"--hub"},
+	},
+	{
+		name: "hub with flags, a ServiceMonitor and another image",
+		values: map[string]any{
+			"mode":  "hub",
+			"image": map[string]any{"repository": "registry.example/fluxfed", "tag": "v9.9.9"},
+			"manager": map[string]any{
+				"leaderElect": false, "kubeAPIQPS": 50, "kubeAPIBurst": 100, "maxConcurrentReconciles": 4,
+				"logLevel": "debug", "extraArgs": []any{"--zap-encoder=console"},
+			},
+			"hub": map[string]any{
+				"name": "hub-east", "membersNamespace": "fleet", "dialAllow": []any{"10.0.0.0/8", "192.168.0.0/16"},
+				"skipMemberNamespaces": true, "memberAPIQPS": 30, "memberAPIBurst": 60,
+				"memberConnectTimeout": "5s", "memberTimeout": "20s", "memberHealthInterval": "10s",
+				"memberHealthTimeout": "2s", "cleanupTimeout": "5m", "orphanSweepInterval": "10m",
+				"fluxInterval": "30s", "fluxIntervalMax": "5m", "fluxTimeout": "15s", "joinTimeout": "3m",
+			},
+			"serviceMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "prometheus"}},
+			"metrics":        map[string]any{"service": map[string]any{"enabled": false}},
+		},
+		objects: sorted(hub, []string{"ServiceMonitor fluxfed-manager"}),
+		args: []string{
+			"--hub", "--hub-name=hub-east", "--members-namespace=fleet", "--dial-allow=10.0.0.0/8,192.168.0.0/16",
+			"--skip-member-namespaces", "--member-api-qps=30", "--member-api-burst=60", "--member-connect-timeout=5s",
+			"--member-timeout=20s", "--member-health-interval=10s", "--member-health-timeout=2s",
+			"--cleanup-timeout=5m", "--orphan-sweep-interval=10m", "--flux-interval=30s", "--flux-interval-max=5m",
+			"--flux-timeout=15s", "--join-timeout=3m", "--kube-api-qps=50", "--kube-api-burst=100",
+			"--max-concurrent-reconciles=4", "--zap-log-level=debug", "--zap-encoder=console",
+		},
+		notArgs: []string{"--leader-elect"},
+	},
+	{
+		name:    "member lending two namespaces",
+		values:  map[string]any{"mode": "member", "memberAccess": map[string]any{"lentNamespaces": []any{"research", "physics"}}},
+		objects: sorted(member, []string{"RoleBinding fluxfed-hub-burst in research", "RoleBinding fluxfed-hub-burst in physics"}),
+	},
+	{
+		name:   "member lending every namespace, with a token that never expires",
+		values: map[string]any{"mode": "member", "memberAccess": map[string]any{"profile": "any", "token": true}},
+		objects: sorted(member, []string{
+			"ClusterRoleBinding fluxfed-hub-burst", "ClusterRole fluxfed-hub-namespaces",
+			"ClusterRoleBinding fluxfed-hub-namespaces", "Secret fluxfed-hub-token",
+		}),
+	},
+	{
+		name: "single without CRDs, metrics or deprecation warnings",
+		values: map[string]any{
+			"crds": map[string]any{"install": false}, "metrics": map[string]any{"enabled": false}, "deprecationWarnings": false,
+		},
+		objects: without(sorted(single), "CustomResourceDefinition miniclusters.flux-framework.org", "Service fluxfed-manager-metrics",
+			"ValidatingAdmissionPolicy fluxfed-minicluster-deprecations",
+			"ValidatingAdmissionPolicyBinding fluxfed-minicluster-deprecations"),
+		args: []string{"--metrics-bind-address=0"},
+	},
+}
+
+func managerContainer(t *testing.T, objs []*unstructured.Unstructured) corev1.Container {
+	t.Helper()
+	type deployment struct {
+		Spec struct {
+			Template corev1.PodTemplateSpec `json:"template"`
+		} `json:"spec"`
+	}
+	d := into[deployment](t, find(objs, "Deployment", "fluxfed-manager"))
+	require.Len(t, d.Spec.Template.Spec.Containers, 1)
+	return d.Spec.Template.Spec.Containers[0]
+}
+
+// managerFlags are the flags `fluxfed manager` defines, read from its source, and the logging
+// flags controller-runtime's zap options add.
+func managerFlags(t *testing.T) []string {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "cmd", "fluxfed", "manager.go"))
+	require.NoError(t, err)
+	flags := []string{"zap-devel", "zap-encoder", "zap-log-level", "zap-stacktrace-level", "zap-time-encoding"}
+	for _, m := range regexp.MustCompile(`fs\.\w+Var\(&o\.\w+, "([a-z-]+)"`).FindAllSubmatch(src, -1) {
+		flags = append(flags, string(m[1]))
+	}
+	require.Contains(t, flags, "dial-allow", "the flags of cmd/fluxfed/manager.go were not found")
+	return flags
+}
+
+func TestChartRendersEachMode(t *testing.T) {
+	flags := managerFlags(t)
+	for _, c := range chartCases {
+		t.Run(c.name, func(t *testing.T) {
+			objs := render(t, c.values)
+			require.Equal(t, c.objects, ids(objs))
+			for _, o := range objs {
+				if o.GetNamespace() == "" {
+					continue
+				}
+				if o.GetKind() != "RoleBinding" || o.GetName() != "fluxfed-hub-burst" {
+					require.Equal(t, namespace, o.GetNamespace(), "%s %s", o.GetKind(), o.GetName())
+				}
+				require.Equal(t, "fluxfed", o.GetLabels()["app.kubernetes.io/instance"], "%s %s", o.GetKind(), o.GetName())
+			}
+
+			ctr := managerContainer(t, objs)
+			for _, a := range c.args {
+				require.Contains(t, ctr.Args, a)
+			}
+			for _, a := range c.notArgs {
+				require.NotContains(t, ctr.Args, a)
+			}
+			require.Equal(t, "manager", ctr.Args[0])
+			for _, a := range ctr.Args[1:] {
+				name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+				require.Contains(t, flags, name, "%s is not a flag of fluxfed manager", a)
+			}
+			require.Len(t, slices.Compact(slices.Sorted(slices.Values(ctr.Args))), len(ctr.Args), "a flag given twice: %q", ctr.Args)
+		})
+	}
+}
+
+// With default values, each mode installs the objects of its release manifest, except the
+// namespace (Helm's --create-namespace, or the user's, holds the release).
+func TestChartInstallsWhatTheReleaseManifestDoes(t *testing.T) {
+	for _, m := range release.Modes {
+		t.Run(m.Name, func(t *testing.T) {
+			manifest, err := release.Objects(kustomize(t), m.Dirs...)
+			require.NoError(t, err)
+			manifest = slices.DeleteFunc(manifest, func(o *unstructured.Unstructured) bool { return o.GetKind() == "Namespace" })
+			require.Equal(t, ids(manifest), ids(render(t, map[string]any{"mode": m.Name})))
+		})
+	}
+}
+
+// The CRDs the chart installs are those of deploy/, with the chart's labels and, unless
+// crds.keep is false, kept on uninstall.
+func TestChartCRDsAreDeploysCRDs(t *testing.T) {
+	built, err := release.Objects(kustomize(t), "hub")
+	require.NoError(t, err)
+	for _, keep := range []bool{true, false} {
+		objs := render(t, map[string]any{"mode": "hub", "crds": map[string]any{"keep": keep}})
+		for _, name := range []string{"miniclusters.flux-framework.org", "memberclusters.fluxfed.io"} {
+			got := find(objs, "CustomResourceDefinition", name)
+			want := find(built, "CustomResourceDefinition", name)
+			require.NotNil(t, got, name)
+			require.NotNil(t, want, name)
+			require.Equal(t, want.Object["spec"], got.Object["spec"], name)
+			require.Equal(t, "Helm", got.GetLabels()["app.kubernetes.io/managed-by"])
+			if keep {
+				require.Equal(t, "keep", got.GetAnnotations()["helm.sh/resource-policy"])
+			} else {
+				require.NotContains(t, got.GetAnnotations(), "helm.sh/resource-policy")
+			}
+			for k, v := range want.GetAnnotations() {
+				require.Equal(t, v, got.GetAnnotations()[k])
+			}
+		}
+	}
+}
+
+// The chart's appVersion is the release in the file VERSION, the tag deploy/manager runs.
+func TestChartAppVersionIsTheRelease(t *testing.T) {
+	chrt, err := loader.Load(chartDir)
+	require.NoError(t, err)
+	version, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "VERSION"))
+	require.NoError(t, err)
+	require.Equal(t, strings.TrimSpace(string(version)), chrt.Metadata.AppVersion, "Chart.yaml's appVersion")
+	built, err := release.Objects(kustomize(t), "manager")
+	require.NoError(t, err)
+	ctr := managerContainer(t, built)
+	require.Equal(t, ctr.Image, managerContainer(t, render(t, map[string]any{})).Image, "the image of deploy/manager")
+}
+
+// The deprecation policy is deploy/policy's.
+func TestChartPolicyIsDeploysPolicy(t *testing.T) {
+	built, err := release.Objects(kustomize(t), "policy")
+	require.NoError(t, err)
+	require.Len(t, built, 2)
+	objs := render(t, map[string]any{})
+	for _, want := range built {
+		got := find(objs, want.GetKind(), want.GetName())
+		require.NotNil(t, got, "%s %s", want.GetKind(), want.GetName())
+		require.Equal(t, want.Object["spec"], got.Object["spec"])
+	}
+}
+
+func TestChartManagerPod(t *testing.T) {
+	chrt, err := loader.Load(chartDir)
+	require.NoError(t, err)
+	ctr := managerContainer(t, render(t, map[string]any{}))
+	require.Equal(t, "ghcr.io/fluxfed/fluxfed:"+chrt.Metadata.AppVersion, ctr.Image, "the default tag is the appVersion")
+	sc := ctr.SecurityContext
+	require.NotNil(t, sc)
+	require.False(t, *sc.AllowPrivilegeEscalation)
+	require.True(t, *sc.ReadOnlyRootFilesystem)
+	require.Equal(t, []corev1.Capability{"ALL"}, sc.Capabilities.Drop)
+	require.Equal(t, "/healthz", ctr.LivenessProbe.HTTPGet.Path)
+	require.Equal(t, "/readyz", ctr.ReadinessProbe.HTTPGet.Path)
+	require.Equal(t, "probes", ctr.ReadinessProbe.HTTPGet.Port.String())
+	require.Contains(t, ctr.Ports, corev1.ContainerPort{Name: "probes", ContainerPort: 8081, Protocol: ""})
+	require.Equal(t, "512Mi", ctr.Resources.Limits.Memory().String())
+
+	ctr = managerContainer(t, render(t, map[string]any{"probes": map[string]any{"port": 9440}, "metrics": map[string]any{"port": 9090}}))
+	require.Contains(t, ctr.Args, "--health-probe-bind-address=:9440")
+	require.Contains(t, ctr.Args, "--metrics-bind-address=:9090")
+	require.Contains(t, ctr.Ports, corev1.ContainerPort{Name: "probes", ContainerPort: 9440})
+	require.Contains(t, ctr.Ports, corev1.ContainerPort{Name: "metrics", ContainerPort: 9090})
+}
+
+func TestChartRefusesWrongValues(t *testing.T) {
+	for name, vals := range map[string]map[string]any{
+		"mode":                     {"mode": "satellite"},
+		"profile":                  {"mode": "member", "memberAccess": map[string]any{"profile": "some"}},
+		"lent namespaces with any": {"mode": "member", "memberAccess": map[string]any{"profile": "any", "lentNamespaces": []any{"research"}}},
+		"monitor without metrics":  {"serviceMonitor": map[string]any{"enabled": true}, "metrics": map[string]any{"enabled": false}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := tryRender(t, vals)
+			require.Error(t, err)
+		})
+	}
+}
+
+func TestChartLints(t *testing.T) {
+	for _, c := range chartCases {
+		t.Run(c.name, func(t *testing.T) {
+			result := lint.RunAll(chartDir, c.values, namespace, lint.WithKubeVersion(kubeVersion(t)))
+			for _, m := range result.Messages {
+				require.Less(t, m.Severity, support.WarningSev, "%s", m)
+			}
+		})
+	}
+}
+
+// rulesOf expands RBAC rules into "group/resource:verb" entries, resource names aside (the rules
+// compared carry none).
+func rulesOf(rules []rbacv1.PolicyRule) map[string]bool {
+	out := map[string]bool{}
+	for _, r := range rules {
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				for _, v := range r.Verbs {
+					if len(r.ResourceNames) == 0 {
+						out[g+"/"+res+":"+v] = true
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// granted returns what the rendered objects let ServiceAccount namespace/name do: the rules of
+// the ClusterRoles bound to it cluster-wide, and of the Roles bound in namespace.
+func granted(t *testing.T, objs []*unstructured.Unstructured, name string) map[string]bool {
+	t.Helper()
+	var rules []rbacv1.PolicyRule
+	for _, o := range objs {
+		var ref rbacv1.RoleRef
+		var subjects []rbacv1.Subject
+		switch o.GetKind() {
+		case "ClusterRoleBinding":
+			b := into[rbacv1.ClusterRoleBinding](t, o)
+			ref, subjects = b.RoleRef, b.Subjects
+		case "RoleBinding":
+			b := into[rbacv1.RoleBinding](t, o)
+			if b.Namespace != namespace {
+				continue
+			}
+			ref, subjects = b.RoleRef, b.Subjects
+		default:
+			continue
+		}
+		if !slices.Contains(subjects, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: namespace}) {
+			continue
+		}
+		role := find(objs, ref.Kind, ref.Name)
+		require.NotNil(t, role, "%s %s binds %s %s, which the chart does not render", o.GetKind(), o.GetName(), ref.Kind, ref.Name)
+		rules = append(rules, into[rbacv1.ClusterRole](t, role).Rules...)
+	}
+	return rulesOf(rules)
+}
+
+func generatedRules(t *testing.T, path, kind, name string) map[string]bool {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), path))
+	require.NoError(t, err)
+	for doc := range bytes.SplitSeq(data, []byte("\n---")) {
+		var role rbacv1.ClusterRole
+		require.NoError(t, yaml.Unmarshal(doc, &role))
+		if role.Kind == kind && role.Name == name {
+			require.NotEmpty(t, role.Rules)
+			return rulesOf(role.Rules)
+		}
+	}
+	t.Fatalf("%s holds no %s %s", path, kind, name)
+	return nil
+}
+
+// The hub mode's manager may do everything the hub's RBAC markers ask for (deploy/hub/role.yaml,
+// generated by controller-gen from hub/), what the MiniCluster reconciler's markers ask for, and
+// its leader election; the other modes get no hub permission.
+func TestChartHubModeGrantsWhatTheHubNeeds(t *testing.T) {
+	needs := map[string]map[string]bool{
+		"the hub":                    generatedRules(t, "deploy/hub/role.yaml", "ClusterRole", "fluxfed-hub"),
+		"the MiniCluster reconciler": generatedRules(t, "deploy/rbac/role.yaml", "ClusterRole", "fluxfed-manager"),
+		"leader election":            generatedRules(t, "deploy/rbac/leader_election_role.yaml", "Role", "fluxfed-leader-election"),
+	}
+	require.True(t, needs["the hub"]["fluxfed.io/memberclusters/status:patch"], "deploy/hub/role.yaml was not read")
+	hubMode := granted(t, render(t, map[string]any{"mode": "hub"}), "fluxfed-manager")
+	for who, rules := range needs {
+		for _, r := range slices.Sorted(maps.Keys(rules)) {
+			require.True(t, hubMode[r], "hub mode does not grant %s, which %s needs", r, who)
+		}
+	}
+	for _, mode := range []string{"single", "member"} {
+		g := granted(t, render(t, map[string]any{"mode": mode}), "fluxfed-manager")
+		require.False(t, g["fluxfed.io/memberclusters:list"], "mode %s", mode)
+		require.False(t, g["/pods/exec:create"], "mode %s", mode)
+	}
+}
+
+// serviceMonitorCRD stands in for the Prometheus Operator's CRD: the dry-run needs the kind to
+// exist; its schema is not the operator's.
+var serviceMonitorCRD = &apiextensionsv1.CustomResourceDefinition{
+	ObjectMeta: metav1.ObjectMeta{Name: "servicemonitors.monitoring.coreos.com"},
+	Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+		Group: "monitoring.coreos.com",
+		Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "servicemonitors", Singular: "servicemonitor", Kind: "ServiceMonitor", ListKind: "ServiceMonitorList"},
+		Scope: apiextensionsv1.NamespaceScoped,
+		Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+			Name: "v1", Served: true, Storage: true,
+			Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+				Type: "object", XPreserveUnknownFields: new(true),
+			}},
+		}},
+	},
+}
+
+// warnings collects the API server's warnings, Pod Security's among them.
+type warnings struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (w *warnings) HandleWarningHeaderWithContext(_ context.Context, _ int, _, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.msgs = append(w.msgs, text)
+}
+
+func (w *warnings) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.msgs
+	w.msgs = nil
+	return out
+}
+
+// TestChartAppliesWithServerSideDryRun applies every object each case renders to a real API
+// server: the CRDs for real, first, then everything else with server-side dry-run, in a namespace
+// whose Pod Security level is restricted (warn), failing on any warning.
+func TestChartAppliesWithServerSideDryRun(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := context.Background()
+	for _, ns := range []string{namespace, "fleet", "research", "physics"} {
+		require.NoError(t, env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{
+			"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/warn": "restricted",
+		}}}))
+	}
+	scheme, err := testenv.Scheme()
+	require.NoError(t, err)
+	require.NoError(t, apiextensionsv1.AddToScheme(scheme))
+	w := &warnings{}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.WarningHandlerWithContext = w
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	require.NoError(t, err)
+	require.NoError(t, c.Create(ctx, serviceMonitorCRD.DeepCopy()))
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		var err error
+		c, err = client.New(cfg, client.Options{Scheme: scheme})
+		require.NoError(ct, err)
+		_, err = c.RESTMapper().RESTMapping(schema.GroupKind{Group: "monitoring.coreos.com", Kind: "ServiceMonitor"}, "v1")
+		require.NoError(ct, err)
+	}, 30*time.Second, 100*time.Millisecond, "the ServiceMonitor kind is served")
+
+	// The check of the dry-run itself: a pod template Pod Security refuses warns.
+	rootful := render(t, map[string]any{"podSecurityContext": map[string]any{"runAsNonRoot": false}})
+	d := find(rootful, "Deployment", "fluxfed-manager")
+	require.NoError(t, c.Apply(ctx, client.ApplyConfigurationFromUnstructured(d), client.FieldOwner("chart-test"), client.DryRunAll))
+	require.NotEmpty(t, w.take(), "no Pod Security warning for a manager that may run as root")
+
+	for _, cs := range chartCases {
+		t.Run(cs.name, func(t *testing.T) {
+			objs := render(t, cs.values)
+			for _, o := range objs {
+				if o.GetKind() == "CustomResourceDefinition" {
+					require.NoError(t, c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()),
+						client.FieldOwner("chart-test"), client.ForceOwnership), o.GetName())
+				}
+			}
+			for _, o := range objs {
+				if o.GetKind() == "CustomResourceDefinition" {
+					continue
+				}
+				err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()),
+					client.FieldOwner("chart-test"), client.DryRunAll)
+				require.NoError(t, err, "%s %s", o.GetKind(), o.GetName())
+			}
+			require.Empty(t, w.take())
+		})
+	}
+
+	// The hub mode's permissions as the API server sees them: its RBAC applied for real, and
+	// every rule of deploy/hub/role.yaml asked about in a SubjectAccessReview.
+	t.Run("hub permissions, asked", func(t *testing.T) {
+		for _, o := range render(t, map[string]any{"mode": "hub"}) {
+			switch o.GetKind() {
+			case "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
+				require.NoError(t, c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()),
+					client.FieldOwner("chart-test"), client.ForceOwnership), "%s %s", o.GetKind(), o.GetName())
+			}
+		}
+		k, err := kubernetes.NewForConfig(env.Config)
+		require.NoError(t, err)
+		needs := generatedRules(t, "deploy/hub/role.yaml", "ClusterRole", "fluxfed-hub")
+		for _, r := range slices.Sorted(maps.Keys(needs)) {
+			groupResource, verb, _ := strings.Cut(r, ":")
+			group, resource, _ := strings.Cut(groupResource, "/")
+			resource, sub, _ := strings.Cut(resource, "/")
+			require.Eventually(t, func() bool {
+				review, err := k.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+					Spec: authorizationv1.SubjectAccessReviewSpec{
+						User:   fmt.Sprintf("system:serviceaccount:%s:fluxfed-manager", namespace),
+						Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
+						ResourceAttributes: &authorizationv1.ResourceAttributes{
+							Verb: verb, Group: group, Resource: resource, Subresource: sub, Namespace: "research",
+						},
+					},
+				}, metav1.CreateOptions{})
+				require.NoError(t, err)
+				return review.Status.Allowed
+			}, 10*time.Second, 50*time.Millisecond, "the hub may not %s", r)
+		}
+	})
+}

@@ -1,0 +1,92 @@
+{{/*
+Object names are fixed, as in deploy/ and the docs (ClusterRole fluxfed-hub-burst, ServiceAccount
+fluxfed-hub, ...): one release per cluster.
+*/}}
+
+{{/* The mode, checked. */}}
+{{- define "fluxfed.mode" -}}
+{{- if not (has .Values.mode (list "single" "hub" "member")) -}}
+{{- fail (printf "mode must be single, hub or member, not %q" (toString .Values.mode)) -}}
+{{- end -}}
+{{- .Values.mode -}}
+{{- end -}}
+
+{{/* Labels of every object. */}}
+{{- define "fluxfed.labels" -}}
+app.kubernetes.io/name: fluxfed
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{/* Labels that select the manager's pods. */}}
+{{- define "fluxfed.selectorLabels" -}}
+app.kubernetes.io/name: fluxfed
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: manager
+{{- end -}}
+
+{{/* The rules of a generated role under files/rbac (make chart copies them from deploy/). */}}
+{{- define "fluxfed.rules" -}}
+{{- $role := .ctx.Files.Get (printf "files/rbac/%s.yaml" .name) | fromYaml -}}
+{{- if not $role.rules -}}
+{{- fail (printf "files/rbac/%s.yaml has no rules: run make chart" .name) -}}
+{{- end -}}
+{{- toYaml $role.rules -}}
+{{- end -}}
+
+{{/* A subject: ServiceAccount .name in the release namespace. */}}
+{{- define "fluxfed.subject" -}}
+- kind: ServiceAccount
+  name: {{ .name }}
+  namespace: {{ .ctx.Release.Namespace }}
+{{- end -}}
+
+{{/* The manager's arguments. */}}
+{{- define "fluxfed.args" -}}
+{{- $m := .Values.manager -}}
+- manager
+{{- if $m.leaderElect }}
+- --leader-elect
+{{- end }}
+{{- with $m.leaderElectionNamespace }}
+- --leader-election-namespace={{ . }}
+{{- end }}
+- --metrics-bind-address={{ if .Values.metrics.enabled }}:{{ .Values.metrics.port }}{{ else }}0{{ end }}
+- --health-probe-bind-address=:{{ .Values.probes.port }}
+{{- with $m.kubeAPIQPS }}
+- --kube-api-qps={{ . }}
+{{- end }}
+{{- with $m.kubeAPIBurst }}
+- --kube-api-burst={{ . }}
+{{- end }}
+{{- with $m.maxConcurrentReconciles }}
+- --max-concurrent-reconciles={{ . }}
+{{- end }}
+{{- with $m.logLevel }}
+- --zap-log-level={{ . }}
+{{- end }}
+{{- if eq (include "fluxfed.mode" .) "hub" }}
+{{- $h := .Values.hub }}
+- --hub
+{{- with $h.name }}
+- --hub-name={{ . }}
+{{- end }}
+- --members-namespace={{ $h.membersNamespace | default .Release.Namespace }}
+{{- with $h.dialAllow }}
+- --dial-allow={{ join "," . }}
+{{- end }}
+{{- if $h.skipMemberNamespaces }}
+- --skip-member-namespaces
+{{- end }}
+{{- range $flag, $key := dict "member-api-qps" "memberAPIQPS" "member-api-burst" "memberAPIBurst" "member-connect-timeout" "memberConnectTimeout" "member-timeout" "memberTimeout" "member-health-interval" "memberHealthInterval" "member-health-timeout" "memberHealthTimeout" "cleanup-timeout" "cleanupTimeout" "orphan-sweep-interval" "orphanSweepInterval" "flux-interval" "fluxInterval" "flux-interval-max" "fluxIntervalMax" "flux-timeout" "fluxTimeout" "join-timeout" "joinTimeout" }}
+{{- with index $h $key }}
+- --{{ $flag }}={{ . }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- range $m.extraArgs }}
+- {{ . | quote }}
+{{- end }}
+{{- end -}}
