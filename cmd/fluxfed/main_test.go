@@ -99,7 +99,7 @@ func TestManagerHelpGroupsFlags(t *testing.T) {
 	}
 	require.Subset(t, sections["Flags:"], []string{"help", "kubeconfig", "leader-elect", "metrics-bind-address"})
 	require.Equal(t, []string{"cleanup-timeout", "dial-allow", "flux-interval", "flux-interval-max", "flux-timeout", "hub", "hub-name",
-		"join-timeout", "member-api-burst", "member-api-qps", "member-connect-timeout", "member-health-interval",
+		"join-timeout", "lead-probe-interval", "member-api-burst", "member-api-qps", "member-connect-timeout", "member-health-interval",
 		"member-health-timeout", "member-timeout", "members-namespace", "orphan-sweep-interval", "skip-member-namespaces"},
 		sections["Hub flags (used with --hub):"])
 	require.Equal(t, []string{"zap-devel", "zap-encoder", "zap-log-level", "zap-stacktrace-level", "zap-time-encoding"},
