@@ -9,6 +9,8 @@
 package metrics
 
 import (
+	"slices"
+
 	"github.com/prometheus/client_golang/prometheus"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -49,65 +51,65 @@ var healths = []string{HealthReady, HealthNotReady, HealthUnknown}
 
 var (
 	// Bursts counts a root's pushed bursts by phase, as status.bursts reports them.
-	Bursts = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Bursts = gaugeVec(prometheus.GaugeOpts{
 		Name: "fluxfed_bursts",
 		Help: "Bursts of a root MiniCluster that the hub pushes to members, by phase (status.bursts[].phase); every phase is reported, 0 included.",
-	}, []string{LabelNamespace, LabelRoot, LabelPhase})
+	}, LabelNamespace, LabelRoot, LabelPhase)
 
 	// MemberHealth is 1 for a member's current health and 0 for the others.
-	MemberHealth = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	MemberHealth = gaugeVec(prometheus.GaugeOpts{
 		Name: "fluxfed_member_health",
 		Help: "1 for the health of a MemberCluster as the hub sees it (Ready, NotReady, Unknown: not checked yet), 0 for the other values.",
-	}, []string{LabelMember, LabelHealth})
+	}, LabelMember, LabelHealth)
 
 	// PushDuration is how long one reconcile of a root took to apply its children on one member.
-	PushDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	PushDuration = histogramVec(prometheus.HistogramOpts{
 		Name:    "fluxfed_push_duration_seconds",
 		Help:    "Time one reconcile of a root took to apply its children and their CURVE Secrets on one member.",
 		Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30},
-	}, []string{LabelMember})
+	}, LabelMember)
 
 	// Orphans counts the objects recorded on a MemberCluster for the orphan sweep.
-	Orphans = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Orphans = gaugeVec(prometheus.GaugeOpts{
 		Name: "fluxfed_orphans",
 		Help: "Objects the hub created on a member for roots that are gone, left for the orphan sweep (MemberCluster status.orphans).",
-	}, []string{LabelMember})
+	}, LabelMember)
 
 	// CleanupPending is 1 while a deleted root waits for members to delete its children.
-	CleanupPending = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	CleanupPending = gaugeVec(prometheus.GaugeOpts{
 		Name: "fluxfed_cleanup_pending",
 		Help: "1 while a root being deleted waits, up to --cleanup-timeout, for members that have not deleted its children yet.",
-	}, []string{LabelNamespace, LabelRoot})
+	}, LabelNamespace, LabelRoot)
 
 	// FluxRanks is the size of a root's Flux instance; FluxRanksOnline its ranks online.
-	FluxRanks = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	FluxRanks = gaugeVec(prometheus.GaugeOpts{
 		Name: "fluxfed_flux_ranks",
 		Help: "Ranks of a bursting root's Flux instance (status.flux.size), as its lead broker last said.",
-	}, []string{LabelNamespace, LabelRoot})
-	FluxRanksOnline = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	}, LabelNamespace, LabelRoot)
+	FluxRanksOnline = gaugeVec(prometheus.GaugeOpts{
 		Name: "fluxfed_flux_ranks_online",
 		Help: "Ranks of a bursting root's Flux instance that are online (status.flux.online), as its lead broker last said.",
-	}, []string{LabelNamespace, LabelRoot})
+	}, LabelNamespace, LabelRoot)
 	// FluxPendingJobs and FluxPendingNodes are the demand that waits in a root's instance.
-	FluxPendingJobs = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	FluxPendingJobs = gaugeVec(prometheus.GaugeOpts{
 		Name: "fluxfed_flux_pending_jobs",
 		Help: "Jobs that wait for resources in a bursting root's Flux instance (status.flux.pendingJobs).",
-	}, []string{LabelNamespace, LabelRoot})
-	FluxPendingNodes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	}, LabelNamespace, LabelRoot)
+	FluxPendingNodes = gaugeVec(prometheus.GaugeOpts{
 		Name: "fluxfed_flux_pending_nodes",
 		Help: "Nodes the waiting jobs of a bursting root's Flux instance ask for (status.flux.pendingNodes).",
-	}, []string{LabelNamespace, LabelRoot})
+	}, LabelNamespace, LabelRoot)
 	// FluxAnswering is 1 when the last ask of a root's instance succeeded.
-	FluxAnswering = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	FluxAnswering = gaugeVec(prometheus.GaugeOpts{
 		Name: "fluxfed_flux_answering",
 		Help: "1 when the hub's last ask of a bursting root's Flux instance succeeded, 0 when it failed (status.flux.message says why).",
-	}, []string{LabelNamespace, LabelRoot})
+	}, LabelNamespace, LabelRoot)
 
 	// ScaleDecisions counts the on-demand resizes of a burst.
-	ScaleDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{
+	ScaleDecisions = counterVec(prometheus.CounterOpts{
 		Name: "fluxfed_scale_decisions_total",
 		Help: "On-demand resizes of a burst the hub made: up raised its brokers for waiting jobs, down removed drained idle ones.",
-	}, []string{LabelNamespace, LabelRoot, LabelBurst, LabelDirection})
+	}, LabelNamespace, LabelRoot, LabelBurst, LabelDirection)
 )
 
 // perRoot are the series labeled by root, deleted when the root goes.
@@ -115,9 +117,33 @@ var perRoot = []interface {
 	DeletePartialMatch(prometheus.Labels) int
 }{Bursts, CleanupPending, FluxRanks, FluxRanksOnline, FluxPendingJobs, FluxPendingNodes, FluxAnswering, ScaleDecisions}
 
+// all are fluxfed's collectors.
+var all = []prometheus.Collector{Bursts, MemberHealth, PushDuration, Orphans, CleanupPending,
+	FluxRanks, FluxRanksOnline, FluxPendingJobs, FluxPendingNodes, FluxAnswering, ScaleDecisions}
+
 func init() {
-	ctrlmetrics.Registry.MustRegister(Bursts, MemberHealth, PushDuration, Orphans, CleanupPending,
-		FluxRanks, FluxRanksOnline, FluxPendingJobs, FluxPendingNodes, FluxAnswering, ScaleDecisions)
+	ctrlmetrics.Registry.MustRegister(all...)
+}
+
+// Names returns the names of fluxfed's series, sorted.
+func Names() []string { return slices.Sorted(slices.Values(names)) }
+
+// names are the names of the series of all.
+var names []string
+
+func gaugeVec(opts prometheus.GaugeOpts, labels ...string) *prometheus.GaugeVec {
+	names = append(names, opts.Name)
+	return prometheus.NewGaugeVec(opts, labels)
+}
+
+func histogramVec(opts prometheus.HistogramOpts, labels ...string) *prometheus.HistogramVec {
+	names = append(names, opts.Name)
+	return prometheus.NewHistogramVec(opts, labels)
+}
+
+func counterVec(opts prometheus.CounterOpts, labels ...string) *prometheus.CounterVec {
+	names = append(names, opts.Name)
+	return prometheus.NewCounterVec(opts, labels)
 }
 
 // SetBursts reports the phases of a root's pushed bursts; none deletes the root's series.
