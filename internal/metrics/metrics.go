@@ -81,23 +81,25 @@ var (
 		Help: "1 while a root being deleted waits, up to --cleanup-timeout, for members that have not deleted its children yet.",
 	}, LabelNamespace, LabelRoot)
 
-	// FluxRanks is the size of a root's Flux instance; FluxRanksOnline its ranks online.
+	// FluxRanks is the size of a root's Flux instance.
 	FluxRanks = gaugeVec(prometheus.GaugeOpts{
 		Name: "fluxfed_flux_ranks",
-		Help: "Ranks of a bursting root's Flux instance (status.flux.size), as its lead broker last said.",
+		Help: "Ranks of a bursting root's Flux instance, the bursts' reserved ranks included (status.flux.size), as its lead broker last said.",
 	}, LabelNamespace, LabelRoot)
+	// FluxRanksOnline counts the ranks online in a root's instance.
 	FluxRanksOnline = gaugeVec(prometheus.GaugeOpts{
 		Name: "fluxfed_flux_ranks_online",
 		Help: "Ranks of a bursting root's Flux instance that are online (status.flux.online), as its lead broker last said.",
 	}, LabelNamespace, LabelRoot)
-	// FluxPendingJobs and FluxPendingNodes are the demand that waits in a root's instance.
+	// FluxPendingJobs counts the jobs that wait in a root's instance.
 	FluxPendingJobs = gaugeVec(prometheus.GaugeOpts{
 		Name: "fluxfed_flux_pending_jobs",
 		Help: "Jobs that wait for resources in a bursting root's Flux instance (status.flux.pendingJobs).",
 	}, LabelNamespace, LabelRoot)
+	// FluxPendingNodes is the largest number of nodes one waiting job asks for.
 	FluxPendingNodes = gaugeVec(prometheus.GaugeOpts{
 		Name: "fluxfed_flux_pending_nodes",
-		Help: "Nodes the waiting jobs of a bursting root's Flux instance ask for (status.flux.pendingNodes).",
+		Help: "The largest number of nodes one waiting job of a bursting root's Flux instance asks for (status.flux.pendingNodes): the instance needs that many usable ranks.",
 	}, LabelNamespace, LabelRoot)
 	// FluxAnswering is 1 when the last ask of a root's instance succeeded.
 	FluxAnswering = gaugeVec(prometheus.GaugeOpts{
