@@ -7,6 +7,20 @@ GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 BIN_DIR ?= bin
 
+# The image. `make image` writes IMAGE_ARCHIVE, tagged IMAGE; deploy/manager uses the same
+# reference (deploy/image_test.go checks it). Its tag, and the version stamped into its binary, is
+# the release in the file VERSION. `make image-push REGISTRY=localhost:5000` pushes
+# localhost:5000/fluxfed:<VERSION>. The creation time of the image and its files is the time of
+# the last commit, so the same commit builds to the same bytes.
+REGISTRY ?= ghcr.io/fluxfed
+IMAGE_VERSION ?= $(shell cat VERSION)
+IMAGE ?= $(REGISTRY)/fluxfed:$(IMAGE_VERSION)
+IMAGE_ARCHIVE ?= dist/fluxfed-image.tar
+IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+IMAGE_FLAGS = -image $(IMAGE) -version $(IMAGE_VERSION) -revision $(REVISION) -arch $(IMAGE_ARCH) -o $(IMAGE_ARCHIVE)
+
 # Tools are pinned and cached outside the source tree.
 TOOLS_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/fluxfed/tools
 CONTROLLER_TOOLS_VERSION ?= v0.21.0
@@ -36,6 +50,18 @@ demo: ## Burst one Flux instance over a hub and two member clusters on this mach
 .PHONY: build
 build: ## Build bin/fluxfed.
 	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN_DIR)/fluxfed ./cmd/fluxfed
+
+.PHONY: image
+image: ## Build the image without a container engine: dist/fluxfed-image.tar, for docker load -i, kind load image-archive or ctr images import.
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(GO) run ./tools/image $(IMAGE_FLAGS)
+
+.PHONY: image-push
+image-push: ## Build the image and push it to $REGISTRY/fluxfed:<VERSION>, e.g. make image-push REGISTRY=localhost:5000.
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(GO) run ./tools/image $(IMAGE_FLAGS) -push
+
+.PHONY: image-ref
+image-ref: ## Print the reference of the image that make image builds and deploy/manager runs.
+	@echo $(IMAGE)
 
 .PHONY: k8s-binaries
 k8s-binaries: ## Build (or find cached) kube-apiserver, etcd, kube-controller-manager, kube-scheduler, kubectl and kwok.
@@ -115,4 +141,4 @@ verify: generate manifests ## Regenerate, then check formatting, vet, lint and t
 
 .PHONY: clean
 clean: ## Remove build outputs (not the cached tools or Kubernetes binaries).
-	rm -rf $(BIN_DIR)
+	rm -rf $(BIN_DIR) dist

@@ -48,6 +48,7 @@ func TestDefaultKustomizationAppliesWithServerSideDryRun(t *testing.T) {
 	require.Equal(t, map[string]int{
 		"CustomResourceDefinition": 1, "Namespace": 1, "ServiceAccount": 1, "ClusterRole": 2,
 		"ClusterRoleBinding": 1, "Role": 1, "RoleBinding": 1, "Deployment": 1, "Service": 1,
+		"ValidatingAdmissionPolicy": 1, "ValidatingAdmissionPolicyBinding": 1,
 	}, kinds)
 
 	env := testenv.Start(t)
@@ -113,6 +114,7 @@ func TestHubAndMemberAccessKustomizationsApplyWithServerSideDryRun(t *testing.T)
 	require.Equal(t, map[string]int{
 		"CustomResourceDefinition": 2, "Namespace": 1, "ServiceAccount": 1, "ClusterRole": 3,
 		"ClusterRoleBinding": 2, "Role": 1, "RoleBinding": 1, "Deployment": 1, "Service": 1,
+		"ValidatingAdmissionPolicy": 1, "ValidatingAdmissionPolicyBinding": 1,
 	}, kindsOf(hubObjs))
 	var crds []string
 	for _, o := range hubObjs {

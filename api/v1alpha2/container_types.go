@@ -83,7 +83,8 @@ type Container struct {
 	Logs string `json:"logs,omitempty"`
 
 	// runFlux marks the container that runs Flux. Needed only when there is more than one
-	// container; at most one container may set it.
+	// container; at most one container may set it (unless the deprecated spec.oversubscribe is
+	// set, when the first that does runs Flux).
 	// +optional
 	RunFlux bool `json:"runFlux,omitempty"`
 

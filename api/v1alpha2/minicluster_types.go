@@ -63,6 +63,7 @@ type MiniClusterList struct {
 // +kubebuilder:validation:XValidation:rule="(has(self.flux) && has(self.flux.bursting) && has(self.flux.bursting.clusters) ? self.flux.bursting.clusters.map(b, b.name) : []) == (has(oldSelf.flux) && has(oldSelf.flux.bursting) && has(oldSelf.flux.bursting.clusters) ? oldSelf.flux.bursting.clusters.map(b, b.name) : []) && (has(self.flux) && has(self.flux.bursting) && has(self.flux.bursting.clusters) ? self.flux.bursting.clusters.map(b, has(b.maxSize) ? b.maxSize : b.size) : []) == (has(oldSelf.flux) && has(oldSelf.flux.bursting) && has(oldSelf.flux.bursting.clusters) ? oldSelf.flux.bursting.clusters.map(b, has(b.maxSize) ? b.maxSize : b.size) : [])",message="the bursts' names, order and reserved ranks (maxSize, or size without it) are fixed when the MiniCluster is created, because they are ranks of the hostlist that a running broker never learns anew: a burst's size may change within its maxSize, and its cluster and namespace may change; to add, remove or re-reserve bursts, delete and re-create the MiniCluster (entries without a cluster reserve ranks to fill later)",fieldPath=".flux.bursting.clusters",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule=`(has(self.flux) && has(self.flux.bursting) && has(self.flux.bursting.hostlist) ? self.flux.bursting.hostlist : "") == (has(oldSelf.flux) && has(oldSelf.flux.bursting) && has(oldSelf.flux.bursting.hostlist) ? oldSelf.flux.bursting.hostlist : "")`,message="spec.flux.bursting.hostlist is fixed when the MiniCluster is created, because a running broker never learns a new hostlist: delete and re-create the MiniCluster to change it",fieldPath=".flux.bursting.hostlist",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule="(has(self.flux) && has(self.flux.bursting) && has(self.flux.bursting.leadBroker) ? [self.flux.bursting.leadBroker.name] : []) == (has(oldSelf.flux) && has(oldSelf.flux.bursting) && has(oldSelf.flux.bursting.leadBroker) ? [oldSelf.flux.bursting.leadBroker.name] : []) && (has(self.flux) && has(self.flux.bursting) && has(self.flux.bursting.leadBroker) ? [self.flux.bursting.leadBroker.size] : []) == (has(oldSelf.flux) && has(oldSelf.flux.bursting) && has(oldSelf.flux.bursting.leadBroker) ? [oldSelf.flux.bursting.leadBroker.size] : [])",message="spec.flux.bursting.leadBroker's name and size are fixed when the MiniCluster is created, because they are ranks of the hostlist (its address and port may change): delete and re-create the MiniCluster to change them",fieldPath=".flux.bursting.leadBroker",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="(has(self.oversubscribe) && self.oversubscribe) || self.containers.filter(c, has(c.runFlux) && c.runFlux).size() <= 1",message="spec.containers: at most one container may set runFlux: true",fieldPath=".containers"
 type MiniClusterSpec struct {
 	// containers run in every pod of the MiniCluster. Exactly one of them runs Flux: the only
 	// container when there is one, otherwise the one with runFlux: true. Every other container
@@ -71,7 +72,6 @@ type MiniClusterSpec struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=16
-	// +kubebuilder:validation:XValidation:rule="self.filter(c, has(c.runFlux) && c.runFlux).size() <= 1",message="spec.containers: at most one container may set runFlux: true"
 	// +kubebuilder:validation:XValidation:rule="self.size() <= 1 || self.exists(c, has(c.runFlux) && c.runFlux)",message="spec.containers: with more than one container, one of them must set runFlux: true (a single container runs Flux without it)"
 	// +kubebuilder:validation:XValidation:rule="self.size() <= 1 || self.all(c, (has(c.runFlux) && c.runFlux) || has(c.name))",message="spec.containers: every container that does not run Flux needs a name"
 	// +kubebuilder:validation:XValidation:rule="self.all(c, !(self.size() == 1 || (has(c.runFlux) && c.runFlux)) || !has(c.command) || c.command == '' || !has(c.commands) || !has(c.commands.script) || c.commands.script == '')",message="spec.containers: the container that runs Flux cannot set both command and commands.script; choose one"
@@ -180,6 +180,24 @@ type MiniClusterSpec struct {
 	// pod holds settings applied to every pod of the MiniCluster.
 	// +optional
 	Pod MiniClusterPod `json:"pod,omitzero"`
+
+	// volumes declares volumes once for the whole MiniCluster, by name; a container mounts one
+	// by naming it in its own volumes with only path (and readOnly). An entry of storage class
+	// hostpath (the default) is the directory path of the node.
+	//
+	// Deprecated: declare the volume where it is mounted, in spec.containers[].volumes, with
+	// hostPath (or claimName, ...). Accepted, with a warning, for older manifests.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$') && size(k) <= 63)",message="volumes: every volume name must be a DNS label (lowercase letters, digits and '-', at most 63 characters)"
+	Volumes map[string]MiniClusterVolume `json:"volumes,omitempty"`
+
+	// oversubscribe let several containers set runFlux. fluxfed runs one broker per pod, in the
+	// first of them; the others run their command next to it, with Flux's environment.
+	//
+	// Deprecated: set runFlux on one container. Accepted, with a warning, for older manifests.
+	// +optional
+	Oversubscribe bool `json:"oversubscribe,omitempty"`
 }
 
 // Network configures how the MiniCluster's pods find each other.

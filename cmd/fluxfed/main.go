@@ -2,26 +2,28 @@
 //
 // Usage:
 //
-//	fluxfed manager [flags]   run the operator
-//	fluxfed plan -f FILE      render a MiniCluster offline
-//	fluxfed version           print the version
+//	fluxfed manager [flags]      run the operator (--hub: also the bursting hub)
+//	fluxfed plan -f FILE         render a MiniCluster offline
+//	fluxfed status NAME          show a MiniCluster and its bursts across clusters
+//	fluxfed version              print the version
+//	fluxfed completion SHELL     print a shell completion script
 package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+
+	"github.com/spf13/cobra"
 )
 
 func main() {
 	if err := runWithSignals(os.Args[1:]); err != nil {
-		if !errors.Is(err, errUsage) {
-			fmt.Fprintln(os.Stderr, "fluxfed:", err)
-		}
+		fmt.Fprintln(os.Stderr, "fluxfed:", err)
 		os.Exit(1)
 	}
 }
@@ -33,49 +35,61 @@ func runWithSignals(args []string) error {
 	return run(ctx, args, os.Stdout, os.Stderr)
 }
 
-// errUsage reports that the usage text was already printed.
-var errUsage = errors.New("usage")
-
-type command struct {
-	name    string
-	summary string
-	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
-}
-
-func commands() []command {
-	return []command{
-		{name: "manager", summary: "run the MiniCluster operator", run: runManager},
-		{name: "plan", summary: "render a MiniCluster offline: hosts, ranks, broker config", run: runPlan},
-		{name: "version", summary: "print the version and exit", run: runVersion},
-	}
-}
-
+// run runs the fluxfed command line args. Help, usage and command output go to stdout,
+// logs to stderr; an error is returned, not printed.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		usage(stderr)
-		if len(args) == 0 {
-			return errUsage
-		}
+	root := newRootCommand()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	return root.ExecuteContext(ctx)
+}
+
+func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "fluxfed",
+		Short: "Flux Framework MiniClusters on Kubernetes, across clusters",
+		Long: "fluxfed runs Flux Framework MiniClusters on Kubernetes. A MiniCluster on a hub cluster can\n" +
+			"burst onto member clusters: its Flux instance then spans all of them.",
+		Version: versionLine(),
+		// main prints the error once; a flag error adds where to find the usage.
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Args:          unknownCommand,
+		// Runnable, so that cobra checks the arguments with unknownCommand.
+		RunE: func(c *cobra.Command, _ []string) error { return c.Help() },
+	}
+	root.SuggestionsMinimumDistance = 2
+	// Defined here so that cobra does not take -v for it.
+	root.Flags().Bool("version", false, "print the version and exit")
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.SetFlagErrorFunc(flagError)
+	root.SetUsageFunc(usage)
+	root.AddCommand(newManagerCommand(), newPlanCommand(), newStatusCommand(), newVersionCommand())
+	return root
+}
+
+// flagError says where the usage is, after what was wrong with the flags.
+func flagError(c *cobra.Command, err error) error {
+	return fmt.Errorf("%w\nRun '%s --help' for usage", err, c.CommandPath())
+}
+
+// unknownCommand refuses a command fluxfed does not have, with the ones it may have meant.
+func unknownCommand(c *cobra.Command, args []string) error {
+	if len(args) == 0 {
 		return nil
 	}
-	for _, c := range commands() {
-		if c.name == args[0] {
-			return c.run(ctx, args[1:], stdout, stderr)
-		}
+	msg := fmt.Sprintf("unknown command %q", args[0])
+	if suggestions := c.SuggestionsFor(args[0]); len(suggestions) > 0 {
+		msg += fmt.Sprintf(" (did you mean %s?)", strings.Join(suggestions, " or "))
 	}
-	usage(stderr)
-	return fmt.Errorf("unknown command %q", args[0])
+	return fmt.Errorf("%s\nRun '%s --help' for usage", msg, c.CommandPath())
 }
 
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "fluxfed: Flux Framework MiniClusters on Kubernetes, across clusters.")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Usage: fluxfed <command> [flags]")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Commands:")
-	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+// noArgs refuses arguments with the command's name in the error.
+func noArgs(c *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("%s takes no arguments, got %q\nRun '%s --help' for usage", c.Name(), args, c.CommandPath())
 	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Run 'fluxfed <command> -h' for a command's flags.")
+	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -29,17 +31,26 @@ func TestRunDispatch(t *testing.T) {
 		name       string
 		args       []string
 		wantErr    string
-		wantStdout string
-		wantStderr string
+		wantStdout []string
 	}{
-		{name: "no command prints usage and fails", args: nil, wantErr: "usage", wantStderr: "Commands:"},
-		{name: "help", args: []string{"help"}, wantStderr: "manager"},
-		{name: "unknown command", args: []string{"frobnicate"}, wantErr: `unknown command "frobnicate"`, wantStderr: "Usage: fluxfed"},
-		{name: "version", args: []string{"version"}, wantStdout: "fluxfed devel (go"},
-		{name: "version rejects arguments", args: []string{"version", "extra"}, wantErr: "no arguments"},
-		{name: "manager rejects arguments", args: []string{"manager", "extra"}, wantErr: "no arguments"},
-		{name: "manager rejects unknown flags", args: []string{"manager", "--no-such-flag"}, wantErr: "usage", wantStderr: "flag provided but not defined"},
-		{name: "manager help lists flags", args: []string{"manager", "-h"}, wantStderr: "-leader-elect"},
+		{name: "no command prints help", args: nil, wantStdout: []string{"Commands:", "manager", "status", "completion"}},
+		{name: "help", args: []string{"help"}, wantStdout: []string{"manager"}},
+		{name: "unknown command", args: []string{"frobnicate"}, wantErr: `unknown command "frobnicate"` + "\nRun 'fluxfed --help' for usage"},
+		{name: "misspelt command", args: []string{"mangaer"}, wantErr: `unknown command "mangaer" (did you mean manager?)`},
+		{name: "unknown flag", args: []string{"--frobnicate"}, wantErr: "unknown flag: --frobnicate\nRun 'fluxfed --help' for usage"},
+		{name: "version", args: []string{"version"}, wantStdout: []string{"fluxfed devel (go"}},
+		{name: "--version", args: []string{"--version"}, wantStdout: []string{"fluxfed devel (go"}},
+		{name: "version help", args: []string{"version", "--help"}, wantStdout: []string{"Usage:\n  fluxfed version [flags]"}},
+		{name: "version rejects arguments", args: []string{"version", "extra"}, wantErr: `version takes no arguments, got ["extra"]`},
+		{name: "manager rejects arguments", args: []string{"manager", "extra"}, wantErr: "manager takes no arguments"},
+		{name: "manager rejects unknown flags", args: []string{"manager", "--no-such-flag"},
+			wantErr: "unknown flag: --no-such-flag\nRun 'fluxfed manager --help' for usage"},
+		{name: "manager help groups flags", args: []string{"manager", "--help"}, wantStdout: []string{
+			"\nFlags:\n", "      --leader-elect ",
+			"\nHub flags (used with --hub):\n", "      --dial-allow string ",
+			"\nLogging flags:\n", "      --zap-log-level level ",
+		}},
+		{name: "completion", args: []string{"completion", "bash"}, wantStdout: []string{"bash completion"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -50,10 +61,52 @@ func TestRunDispatch(t *testing.T) {
 			} else {
 				require.NoError(t, err)
 			}
-			require.Contains(t, stdout.String(), tt.wantStdout)
-			require.Contains(t, stderr.String(), tt.wantStderr)
+			for _, want := range tt.wantStdout {
+				require.Contains(t, stdout.String(), want)
+			}
 		})
 	}
+}
+
+// TestManagerHelpGroupsFlags checks that every flag of manager is listed once, in its section,
+// sorted by name within each: a hub flag among the general ones would be easy to miss.
+func TestManagerHelpGroupsFlags(t *testing.T) {
+	var stdout bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"manager", "--help"}, &stdout, &bytes.Buffer{}))
+	sections := map[string][]string{}
+	section := ""
+	for _, line := range strings.Split(stdout.String(), "\n") {
+		switch {
+		case strings.HasSuffix(line, ":") && !strings.HasPrefix(line, " "):
+			section = line
+		case strings.HasPrefix(strings.TrimLeft(line, " "), "--") || strings.HasPrefix(strings.TrimLeft(line, " "), "-h, --"):
+			name := strings.Fields(line[strings.Index(line, "--")+2:])[0]
+			sections[section] = append(sections[section], name)
+		}
+	}
+	for s, names := range sections {
+		require.True(t, slices.IsSorted(names), "%s %v", s, names)
+	}
+	require.Subset(t, sections["Flags:"], []string{"help", "kubeconfig", "leader-elect", "metrics-bind-address"})
+	require.Equal(t, []string{"cleanup-timeout", "dial-allow", "flux-interval", "flux-interval-max", "flux-timeout", "hub", "hub-name",
+		"join-timeout", "member-api-burst", "member-api-qps", "member-connect-timeout", "member-health-interval",
+		"member-health-timeout", "member-timeout", "members-namespace", "orphan-sweep-interval", "skip-member-namespaces"},
+		sections["Hub flags (used with --hub):"])
+	require.Equal(t, []string{"zap-devel", "zap-encoder", "zap-log-level", "zap-stacktrace-level", "zap-time-encoding"},
+		sections["Logging flags:"])
+	require.NotContains(t, stdout.String(), " -leader-elect", "every long flag is spelt with two dashes")
+}
+
+// TestManagerFlagsParse checks the flags as deploy/ and e2e/fleet spell them.
+func TestManagerFlagsParse(t *testing.T) {
+	cmd := newManagerCommand()
+	require.NoError(t, cmd.ParseFlags([]string{"--leader-elect", "--metrics-bind-address=0", "--hub", "--hub-name=h",
+		"--dial-allow=127.0.0.0/8", "--flux-interval=1s", "--flux-interval-max=4s", "--zap-devel", "--zap-log-level", "debug"}))
+	for name, want := range map[string]string{"leader-elect": "true", "metrics-bind-address": "0", "hub": "true", "hub-name": "h",
+		"dial-allow": "127.0.0.0/8", "flux-interval": "1s", "flux-interval-max": "4s", "zap-devel": "true", "zap-log-level": "debug"} {
+		require.Equal(t, want, cmd.Flags().Lookup(name).Value.String(), name)
+	}
+	require.NoError(t, newManagerCommand().ParseFlags([]string{"--leader-elect=false"}))
 }
 
 func TestBuildVersionPrefersStamp(t *testing.T) {

@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -62,7 +62,7 @@ type managerOptions struct {
 	joinTimeout          time.Duration
 }
 
-func (o *managerOptions) bind(fs *flag.FlagSet) {
+func (o *managerOptions) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", `address the metrics endpoint binds to ("0" disables it)`)
 	// issue 12: metrics over HTTPS with authentication and authorization (internal/metrics).
 	fs.BoolVar(&o.metricsSecure, "metrics-secure", true, "serve metrics over HTTPS to scrapers whose token may get /metrics (ClusterRole fluxfed-metrics-reader); false serves plain HTTP to anyone")
@@ -73,8 +73,19 @@ func (o *managerOptions) bind(fs *flag.FlagSet) {
 	fs.Float64Var(&o.qps, "kube-api-qps", member.DefaultAPIQPS, "queries per second the manager may send to the API server")
 	fs.IntVar(&o.burst, "kube-api-burst", member.DefaultAPIBurst, "requests the manager may send at once above --kube-api-qps")
 	fs.IntVar(&o.concurrency, "max-concurrent-reconciles", member.DefaultConcurrency, "MiniClusters reconciled at the same time")
-	o.zap.BindFlags(fs)
+	// controller-runtime binds its logging flags to a Go flag set.
+	zapFlags := flag.NewFlagSet("zap", flag.ContinueOnError)
+	o.zap.BindFlags(zapFlags)
+	general := flagNames(fs)
+	fs.AddGoFlagSet(zapFlags)
+	if f := fs.Lookup("zap-devel"); f != nil {
+		// controller-runtime's text is one long line.
+		f.Usage = "development logging: console encoder, debug level, stack traces from warnings " +
+			"(without it: JSON encoder, info level, stack traces from errors)"
+	}
+	setGroup(fs, groupLogging, general)
 
+	general = flagNames(fs)
 	fs.BoolVar(&o.hub, "hub", false, "also run the hub: burst root MiniClusters onto the member clusters registered as MemberClusters")
 	fs.StringVar(&o.hubName, "hub-name", "", "identity of this hub on the members (a label value; default: the UID of this cluster's kube-system namespace)")
 	fs.StringVar(&o.membersNamespace, "members-namespace", hub.DefaultMembersNamespace, "namespace of the hub that holds the kubeconfig Secrets of the MemberClusters")
@@ -92,6 +103,7 @@ func (o *managerOptions) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.fluxIntervalMax, "flux-interval-max", hub.DefaultFluxIntervalMax, "the longest wait between two asks: each answer that changed nothing doubles the wait up to this")
 	fs.DurationVar(&o.fluxTimeout, "flux-timeout", hub.DefaultFluxTimeout, "how long one ask of a Flux instance may take")
 	fs.DurationVar(&o.joinTimeout, "join-timeout", hub.DefaultJoinTimeout, "how long a burst's brokers may run before the root's Flux instance sees them online; after it the burst is NotJoining")
+	setGroup(fs, groupHub, general)
 }
 
 // newScheme returns the types the manager works with: Kubernetes' built-in ones and MiniCluster.
@@ -109,20 +121,26 @@ func newScheme() (*k8sruntime.Scheme, error) {
 	return scheme, nil
 }
 
-func runManager(ctx context.Context, args []string, _, stderr io.Writer) error {
-	opts := managerOptions{zap: zap.Options{DestWriter: stderr}}
-	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	opts.bind(fs)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return errUsage
+func newManagerCommand() *cobra.Command {
+	opts := &managerOptions{}
+	cmd := &cobra.Command{
+		Use:   "manager",
+		Short: "Run the MiniCluster operator (with --hub, also the bursting hub)",
+		Long: "Runs the operator: it reconciles the MiniClusters of its cluster. With --hub it is also the\n" +
+			"hub, which bursts root MiniClusters onto the member clusters registered as MemberClusters.",
+		Example: "  fluxfed manager --leader-elect\n" +
+			"  fluxfed manager --hub --dial-allow 10.0.0.0/8 --zap-log-level debug",
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts.zap.DestWriter = cmd.ErrOrStderr()
+			return runManager(cmd.Context(), opts)
+		},
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("manager takes no arguments, got %q", fs.Args())
-	}
+	opts.bind(cmd.Flags())
+	return cmd
+}
+
+func runManager(ctx context.Context, opts *managerOptions) error {
 	log := zap.New(zap.UseFlagOptions(&opts.zap))
 	ctrl.SetLogger(log)
 

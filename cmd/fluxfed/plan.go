@@ -1,10 +1,9 @@
 package main
 
 import (
-	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
@@ -21,11 +21,65 @@ import (
 	"github.com/fluxfed/fluxfed/member/admit"
 	"github.com/fluxfed/fluxfed/member/render"
 	"github.com/fluxfed/fluxfed/member/render/curve"
+	"github.com/fluxfed/fluxfed/member/render/names"
 )
 
 // defaultLeadPort is --lead-port when it is not given: the broker port, as
 // spec.flux.bursting.leadBroker.port defaults to, which is where a LoadBalancer exposes rank 0.
 const defaultLeadPort = 8050
+
+// planOptions are the flags of `fluxfed plan`.
+type planOptions struct {
+	file        string
+	out         string
+	output      string
+	leadAddress string
+	leadPort    int
+	leadPortSet bool
+	hub         string
+}
+
+// Values of plan's --output.
+const (
+	outputSummary = "summary"
+	outputYAML    = "yaml"
+	outputJSON    = "json"
+)
+
+func newPlanCommand() *cobra.Command {
+	opts := &planOptions{}
+	cmd := &cobra.Command{
+		Use:   "plan -f FILE [--out DIR] [--lead-address ADDRESS [--lead-port PORT]] [-o yaml|json]",
+		Short: "Render a MiniCluster offline: hosts, ranks, broker config",
+		Long: "Renders a MiniCluster offline, as the operator would, and prints its hosts, ranks, quorum and\n" +
+			"broker tree. An invalid MiniCluster is refused with the API server's messages. With\n" +
+			"--lead-address, a root's bursts that name a member cluster are planned as the hub would push\n" +
+			"them, and every host of the root and of every child gets a folder.\n\n" +
+			"With -o yaml or -o json, the Kubernetes objects the operator would apply for the MiniCluster\n" +
+			"are printed instead of the summary (not its CURVE Secret, which is generated, never printed).",
+		Example: "  fluxfed plan -f examples/bursting-root.yaml --out /tmp/plan\n" +
+			"  fluxfed plan -f examples/bursting-root.yaml --lead-address 203.0.113.7 --lead-port 30050\n" +
+			"  fluxfed plan -f minicluster.yaml -o yaml | kubectl diff -f -",
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts.leadPortSet = cmd.Flags().Changed("lead-port")
+			return runPlan(opts, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVarP(&opts.file, "filename", "f", "", "MiniCluster manifest to plan (- for standard input)")
+	fs.StringVar(&opts.out, "out", "", "write DIR/<hostname>/{broker.toml,curve.cert,hostlist,hostname} and DIR/manifests.yaml; "+
+		"with children also DIR/children.yaml (the child MiniClusters) and DIR/manifests-<burst>.yaml")
+	fs.StringVarP(&opts.output, "output", "o", outputSummary, "what to print: summary, or the MiniCluster's Kubernetes objects as yaml or json (a List)")
+	fs.StringVar(&opts.leadAddress, "lead-address", "", "address at which the members reach the root's rank 0 (an IPv4 address or a DNS name), "+
+		"standing in for the one the hub discovers; needed to render the children of bursts that name a cluster")
+	fs.IntVar(&opts.leadPort, "lead-port", defaultLeadPort, "port at --lead-address that leads to rank 0, for example the lead broker Service's NodePort")
+	fs.StringVar(&opts.hub, "hub-name", "fluxfed", "hub identity in the children's "+fluxv1alpha2.LabelOriginHub+" label")
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{outputSummary, outputYAML, outputJSON}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
+	_ = cmd.MarkFlagDirname("out")
+	return cmd
+}
 
 // runPlan renders a MiniCluster offline with the reconciler's own code: it admits the manifest
 // as the API server would (defaults, schema and CEL validation), then writes what every broker
@@ -33,47 +87,18 @@ const defaultLeadPort = 8050
 // bursts name member clusters, --lead-address stands in for the endpoint the hub discovers: the
 // children the hub would push are then planned, admitted as a member would admit them, and
 // rendered too, one folder per host of every side.
-func runPlan(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	file := fs.String("f", "", "MiniCluster manifest to plan (- for standard input)")
-	out := fs.String("out", "", "write DIR/<hostname>/{broker.toml,curve.cert,hostlist,hostname} and DIR/manifests.yaml;\n"+
-		"with children also DIR/children.yaml (the child MiniClusters) and DIR/manifests-<burst>.yaml")
-	leadAddress := fs.String("lead-address", "", "address at which the members reach the root's rank 0 (an IPv4 address or a DNS name),\n"+
-		"standing in for the one the hub discovers; needed to render the children of bursts that name a cluster")
-	leadPort := fs.Int("lead-port", defaultLeadPort, "port at --lead-address that leads to rank 0, for example the lead broker Service's NodePort")
-	hub := fs.String("hub-name", "fluxfed", "hub identity in the children's "+fluxv1alpha2.LabelOriginHub+" label")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: fluxfed plan -f minicluster.yaml [--out DIR] [--lead-address ADDRESS [--lead-port PORT]]")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "Renders a MiniCluster offline, as the operator would, and prints its hosts, ranks,")
-		fmt.Fprintln(stderr, "quorum and broker tree. An invalid MiniCluster is refused with the API server's messages.")
-		fmt.Fprintln(stderr, "With --lead-address, a root's bursts that name a member cluster are planned as the hub")
-		fmt.Fprintln(stderr, "would push them, and every host of the root and of every child gets a folder.")
-		fmt.Fprintln(stderr)
-		fs.PrintDefaults()
+func runPlan(opts *planOptions, stdout, stderr io.Writer) error {
+	switch {
+	case opts.file == "":
+		return errors.New("--filename (-f) is required: the MiniCluster manifest to plan, - for standard input\nRun 'fluxfed plan --help' for usage")
+	case opts.leadPortSet && opts.leadAddress == "":
+		return errors.New("--lead-port needs --lead-address")
+	case opts.leadPort < 1 || opts.leadPort > 65535:
+		return fmt.Errorf("--lead-port %d is not a TCP port (1-65535)", opts.leadPort)
+	case opts.output != outputSummary && opts.output != outputYAML && opts.output != outputJSON:
+		return fmt.Errorf("--output %q is not one of summary, yaml, json", opts.output)
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return errUsage
-	}
-	if *file == "" || fs.NArg() > 0 {
-		fs.Usage()
-		return errUsage
-	}
-	portSet := false
-	fs.Visit(func(f *flag.Flag) { portSet = portSet || f.Name == "lead-port" })
-	if portSet && *leadAddress == "" {
-		fmt.Fprintln(stderr, "fluxfed plan: --lead-port needs --lead-address")
-		return errUsage
-	}
-	if *leadPort < 1 || *leadPort > 65535 {
-		fmt.Fprintf(stderr, "fluxfed plan: --lead-port %d is not a TCP port (1-65535)\n", *leadPort)
-		return errUsage
-	}
-	manifest, err := readManifest(*file)
+	manifest, err := readManifest(opts.file)
 	if err != nil {
 		return err
 	}
@@ -82,7 +107,7 @@ func runPlan(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return admissionError(err)
 	}
-	if mc.IsBurstChild() && *leadAddress != "" {
+	if mc.IsBurstChild() && opts.leadAddress != "" {
 		return fmt.Errorf("MiniCluster %s is a burst child (spec.flux.bursting.leadBroker is set): --lead-address plans the children of a root", mc.Name)
 	}
 	rendered, err := render.Render(mc)
@@ -91,8 +116,8 @@ func runPlan(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	var children []renderedChild
 	switch {
-	case *leadAddress != "":
-		plan, err := bursting.NewPlan(mc, bursting.Endpoint{Address: *leadAddress, Port: int32(*leadPort)}, *hub)
+	case opts.leadAddress != "":
+		plan, err := bursting.NewPlan(mc, bursting.Endpoint{Address: opts.leadAddress, Port: int32(opts.leadPort)}, opts.hub)
 		if err != nil {
 			return fmt.Errorf("MiniCluster %s cannot burst: %w", mc.Name, err)
 		}
@@ -108,27 +133,80 @@ func runPlan(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *out != "" {
-		if err := writePlan(*out, rendered, children, cert); err != nil {
+	if opts.out != "" {
+		if err := writePlan(opts.out, rendered, children, cert); err != nil {
 			return err
 		}
 	}
+	if opts.output != outputSummary {
+		return printObjects(stdout, stderr, opts, mc, rendered, children)
+	}
 	printSummary(stdout, mc, rendered.Layout)
-	printChildren(stdout, mc, rendered.Layout, children, *leadAddress != "")
-	if *out != "" {
+	printChildren(stdout, mc, rendered.Layout, children, opts.leadAddress != "")
+	if opts.out != "" {
 		hosts := rendered.Layout.LocalEnd - rendered.Layout.LocalStart
 		if len(children) == 0 {
-			fmt.Fprintf(stdout, "\nWrote %d host folders and manifests.yaml to %s\n", hosts, *out)
+			fmt.Fprintf(stdout, "\nWrote %d host folders and manifests.yaml to %s\n", hosts, opts.out)
 		} else {
 			childHosts := 0
 			for _, c := range children {
 				childHosts += c.rendered.Layout.LocalEnd - c.rendered.Layout.LocalStart
 			}
 			fmt.Fprintf(stdout, "\nWrote %d host folders (%d of the root, %d of %d children), manifests.yaml, children.yaml and manifests-<burst>.yaml to %s\n",
-				hosts+childHosts, hosts, childHosts, len(children), *out)
+				hosts+childHosts, hosts, childHosts, len(children), opts.out)
 		}
 	}
 	return nil
+}
+
+// printObjects prints the Kubernetes objects the reconciler would apply for mc, for kubectl apply
+// or diff: as YAML documents, or as one JSON List. What is not printed is said on stderr.
+func printObjects(stdout, stderr io.Writer, opts *planOptions, mc *fluxv1alpha2.MiniCluster, rendered *render.Rendered, children []renderedChild) error {
+	var data []byte
+	var err error
+	if opts.output == outputJSON {
+		data, err = objectList(rendered.Objects)
+	} else {
+		data, err = encodeObjects(rendered.Objects)
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := stdout.Write(data); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "fluxfed plan: the pods also mount Secret %s (the CURVE certificate), which the operator generates; it is not printed\n",
+		names.CurveSecretName(mc))
+	if len(children) > 0 {
+		where := "pass --out DIR to write them to DIR/children.yaml"
+		if opts.out != "" {
+			where = "they are in " + filepath.Join(opts.out, "children.yaml")
+		}
+		fmt.Fprintf(stderr, "fluxfed plan: the %d child MiniClusters belong on their members and are not printed: %s\n", len(children), where)
+	}
+	return nil
+}
+
+// objectList encodes objects as a v1 List, which kubectl reads as its items.
+func objectList(objects []render.Object) ([]byte, error) {
+	items := make([]json.RawMessage, 0, len(objects))
+	for _, o := range objects {
+		data, err := json.Marshal(o.Apply)
+		if err != nil {
+			return nil, fmt.Errorf("encoding %s: %w", o.Kind.Kind, err)
+		}
+		items = append(items, data)
+	}
+	list := struct {
+		APIVersion string            `json:"apiVersion"`
+		Kind       string            `json:"kind"`
+		Items      []json.RawMessage `json:"items"`
+	}{APIVersion: "v1", Kind: "List", Items: items}
+	data, err := json.MarshalIndent(list, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(data, '\n'), nil
 }
 
 // renderedChild is a child of the plan as its member would store and render it.
@@ -269,15 +347,24 @@ func writeHosts(dir string, rendered *render.Rendered, cert *curve.Certificate) 
 
 // writeObjects writes objects to path as a multi-document YAML file.
 func writeObjects(path string, objects []render.Object) error {
+	data, err := encodeObjects(objects)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o644)
+}
+
+// encodeObjects encodes objects as YAML documents, each after a "---" line.
+func encodeObjects(objects []render.Object) ([]byte, error) {
 	var manifests strings.Builder
 	for _, o := range objects {
 		data, err := yaml.Marshal(o.Apply)
 		if err != nil {
-			return fmt.Errorf("encoding %s: %w", o.Kind.Kind, err)
+			return nil, fmt.Errorf("encoding %s: %w", o.Kind.Kind, err)
 		}
 		fmt.Fprintf(&manifests, "---\n%s", data)
 	}
-	return os.WriteFile(path, []byte(manifests.String()), 0o644)
+	return []byte(manifests.String()), nil
 }
 
 func printSummary(w io.Writer, mc *fluxv1alpha2.MiniCluster, l *bursting.Layout) {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,10 +75,48 @@ spec:
 }
 
 func TestPlanNeedsAFile(t *testing.T) {
-	var stderr bytes.Buffer
-	err := run(context.Background(), []string{"plan"}, &bytes.Buffer{}, &stderr)
-	require.ErrorIs(t, err, errUsage)
-	require.Contains(t, stderr.String(), "Usage: fluxfed plan -f minicluster.yaml")
+	err := run(context.Background(), []string{"plan"}, &bytes.Buffer{}, &bytes.Buffer{})
+	require.ErrorContains(t, err, "--filename (-f) is required")
+	require.ErrorContains(t, err, "Run 'fluxfed plan --help' for usage")
+}
+
+// TestPlanPrintsObjects checks -o yaml and -o json: the objects manifests.yaml holds, on stdout
+// for kubectl, and never the CURVE Secret.
+func TestPlanPrintsObjects(t *testing.T) {
+	example := filepath.Join(testenv.RepoRoot(), "examples", "bursting-root.yaml")
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"plan", "-f", example, "--out", out, "-o", "yaml"}, &stdout, &stderr))
+	manifests, err := os.ReadFile(filepath.Join(out, "manifests.yaml"))
+	require.NoError(t, err)
+	require.Equal(t, string(manifests), stdout.String())
+	require.Contains(t, stderr.String(), "Secret bursting-root-curve (the CURVE certificate)")
+	require.NotContains(t, stdout.String(), "Hostlist:", "no summary in the objects")
+
+	stdout.Reset()
+	require.NoError(t, run(context.Background(), []string{"plan", "--filename", example, "--output=json"}, &stdout, &bytes.Buffer{}))
+	var list struct {
+		APIVersion, Kind string
+		Items            []struct{ Kind string }
+	}
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &list))
+	require.Equal(t, "List", list.Kind)
+	var kinds []string
+	for _, i := range list.Items {
+		kinds = append(kinds, i.Kind)
+	}
+	require.Equal(t, strings.Count(string(manifests), "\nkind: "), len(kinds))
+	require.Contains(t, kinds, "Job")
+	require.NotContains(t, kinds, "Secret")
+
+	// The children are for their members: not printed, and stderr says where they are.
+	stderr.Reset()
+	require.NoError(t, run(context.Background(), []string{"plan", "-f", example, "--lead-address", "127.0.2.10", "-o", "yaml"},
+		&bytes.Buffer{}, &stderr))
+	require.Contains(t, stderr.String(), "the 2 child MiniClusters belong on their members and are not printed: pass --out DIR")
+
+	err = run(context.Background(), []string{"plan", "-f", example, "-o", "wide"}, &bytes.Buffer{}, &bytes.Buffer{})
+	require.ErrorContains(t, err, `--output "wide" is not one of summary, yaml, json`)
 }
 
 // TestPlanWritesAFederation plans the example root with a stand-in lead endpoint: one folder
@@ -194,13 +233,12 @@ spec:
 `), 0o644))
 
 	tests := []struct {
-		name  string
-		args  []string
-		usage string // expected on stderr, with errUsage
-		err   string // expected error otherwise
+		name string
+		args []string
+		err  string
 	}{
-		{name: "port without address", args: []string{"-f", example, "--lead-port", "30093"}, usage: "--lead-port needs --lead-address"},
-		{name: "port out of range", args: []string{"-f", example, "--lead-address", "127.0.2.10", "--lead-port", "70000"}, usage: "--lead-port 70000 is not a TCP port"},
+		{name: "port without address", args: []string{"-f", example, "--lead-port", "30093"}, err: "--lead-port needs --lead-address"},
+		{name: "port out of range", args: []string{"-f", example, "--lead-address", "127.0.2.10", "--lead-port", "70000"}, err: "--lead-port 70000 is not a TCP port"},
 		{name: "IPv6 address", args: []string{"-f", example, "--lead-address", "fd00::1"},
 			err: "MiniCluster bursting-root cannot burst: lead broker endpoint fd00::1:8050: the address contains ':'"},
 		{name: "address of a burst host", args: []string{"-f", example, "--lead-address", "burst-b-1"},
@@ -212,13 +250,7 @@ spec:
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var stderr bytes.Buffer
-			err := run(context.Background(), append([]string{"plan"}, tt.args...), &bytes.Buffer{}, &stderr)
-			if tt.usage != "" {
-				require.ErrorIs(t, err, errUsage)
-				require.Contains(t, stderr.String(), tt.usage)
-				return
-			}
+			err := run(context.Background(), append([]string{"plan"}, tt.args...), &bytes.Buffer{}, &bytes.Buffer{})
 			require.ErrorContains(t, err, tt.err)
 		})
 	}

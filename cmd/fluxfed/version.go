@@ -1,12 +1,11 @@
 package main
 
 import (
-	"context"
-	"flag"
 	"fmt"
-	"io"
 	"runtime"
 	"runtime/debug"
+
+	"github.com/spf13/cobra"
 )
 
 // version is stamped at build time: go build -ldflags "-X main.version=v0.1.0".
@@ -24,15 +23,19 @@ func buildVersion() string {
 	return "devel"
 }
 
-func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("version", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
-		return errUsage
+// versionLine is what `fluxfed version` and `fluxfed --version` print.
+func versionLine() string {
+	return fmt.Sprintf("fluxfed %s (%s, %s/%s)", buildVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
+func newVersionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintln(cmd.OutOrStdout(), versionLine())
+			return err
+		},
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("version takes no arguments, got %q", fs.Args())
-	}
-	_, err := fmt.Fprintf(stdout, "fluxfed %s (%s, %s/%s)\n", buildVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
-	return err
 }

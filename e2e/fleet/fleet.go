@@ -62,6 +62,9 @@ type Options struct {
 	ManagerArgs []string
 	// Logf reports progress; silent when nil.
 	Logf func(format string, args ...any)
+	// Unregistered leaves the members as a cluster that only runs fluxfed is: without
+	// deploy/member-access-any and not registered on the hub, for tests of the registration.
+	Unregistered bool
 }
 
 // Fleet is a running hub and members with fluxfed installed and running.
@@ -129,12 +132,16 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 		}
 	}
 
-	logf("Installing fluxfed: deploy/hub on the hub, deploy/default and deploy/member-access-any on the members")
+	memberDirs := []string{"default", "member-access-any"}
+	if opts.Unregistered {
+		memberDirs = memberDirs[:1]
+	}
+	logf("Installing fluxfed: deploy/hub on the hub, %v on the members", memberDirs)
 	if err := apply(ctx, f.Clients["hub"], "hub"); err != nil {
 		return nil, err
 	}
 	for _, m := range f.Members {
-		for _, dir := range []string{"default", "member-access-any"} {
+		for _, dir := range memberDirs {
 			if err := apply(ctx, f.Clients[m.Name], dir); err != nil {
 				return nil, fmt.Errorf("cluster %s: %w", m.Name, err)
 			}
@@ -156,6 +163,9 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 		}
 	}
 
+	if opts.Unregistered {
+		return f, nil
+	}
 	logf("Registering the members on the hub")
 	for _, m := range f.Members {
 		if err := f.Register(ctx, m); err != nil {

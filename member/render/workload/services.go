@@ -59,7 +59,7 @@ func Services(mc *fluxv1alpha2.MiniCluster) (*batchv1ac.JobApplyConfiguration, e
 	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
 		return nil, fmt.Errorf("metadata.name: the services pod's hostname %q is not a DNS label: %v", name, errs)
 	}
-	vols, err := collectVolumes(spec.Services, "spec.services")
+	vols, err := collectVolumes(spec.Services, "spec.services", spec.Volumes) //nolint:staticcheck // the deprecated spec.volumes keeps its meaning
 	if err != nil {
 		return nil, err
 	}

@@ -36,16 +36,50 @@ func isMemory(v fluxv1alpha2.ContainerVolume) bool {
 	return v.EmptyDir && strings.EqualFold(v.EmptyDirMedium, string(corev1.StorageMediumMemory))
 }
 
+// hasSource reports whether a container volume names where its data comes from.
+func hasSource(v fluxv1alpha2.ContainerVolume) bool {
+	return v.ClaimName != "" || v.SecretName != "" || v.ConfigMapName != "" || v.HostPath != "" ||
+		v.EmptyDir || v.CSIDriver != ""
+}
+
+// fromSpecVolumes gives a container volume without a source the meaning it had in older
+// manifests: the entry of the deprecated spec.volumes of the same name, of which fluxfed mounts
+// the hostpath kind, the entry's directory of the node. It reports whether it did; a volume with
+// a source of its own, or without an entry, is returned as it is.
+func fromSpecVolumes(name string, v fluxv1alpha2.ContainerVolume, specVolumes map[string]fluxv1alpha2.MiniClusterVolume) (fluxv1alpha2.ContainerVolume, bool, error) {
+	entry, ok := specVolumes[name]
+	if hasSource(v) || !ok {
+		return v, false, nil
+	}
+	if class := entry.EffectiveStorageClass(); class != fluxv1alpha2.StorageClassHostPath {
+		return v, false, fmt.Errorf("names spec.volumes[%s], of storage class %q: fluxfed mounts only hostpath entries of the deprecated spec.volumes and creates no PersistentVolume; create a claim and set claimName here", name, class)
+	}
+	if entry.Path == "" {
+		return v, false, fmt.Errorf("names spec.volumes[%s], which has no path: set it to the directory of the node to mount", name)
+	}
+	v.HostPath = entry.Path
+	return v, true, nil
+}
+
 // collectVolumes returns the pod volumes of a list of containers, sorted by name. A name
 // used by several containers must describe the same volume (its mount point may differ).
-func collectVolumes(containers []fluxv1alpha2.Container, field string) ([]*corev1ac.VolumeApplyConfiguration, error) {
+// specVolumes is the deprecated spec.volumes, which a volume without a source may name.
+func collectVolumes(containers []fluxv1alpha2.Container, field string, specVolumes map[string]fluxv1alpha2.MiniClusterVolume) ([]*corev1ac.VolumeApplyConfiguration, error) {
 	defs := map[string]fluxv1alpha2.ContainerVolume{}
 	where := map[string]string{}
+	legacy := map[string]bool{}
 	for i := range containers {
 		for name, v := range containerVolumes(&containers[i]) {
 			at := fmt.Sprintf("%s[%d].volumes[%s]", field, i, name)
 			if slices.Contains(reservedVolumes, name) {
 				return nil, fmt.Errorf("%s: the volume name %q is reserved by fluxfed", at, name)
+			}
+			v, fromSpec, err := fromSpecVolumes(name, v, specVolumes)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", at, err)
+			}
+			if fromSpec {
+				legacy[name] = true
 			}
 			if err := checkVolume(v); err != nil {
 				return nil, fmt.Errorf("%s: %w", at, err)
@@ -67,6 +101,11 @@ func collectVolumes(containers []fluxv1alpha2.Container, field string) ([]*corev
 		vol, err := volume(name, defs[name])
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", where[name], err)
+		}
+		if legacy[name] && vol.HostPath != nil {
+			// The PersistentVolume the Flux Operator made of such an entry left the hostPath
+			// type unset: no check that the directory exists.
+			vol.HostPath.Type = nil
 		}
 		vols = append(vols, vol)
 	}

@@ -191,7 +191,7 @@ func sortedKeys[V any](m map[string]V) []string {
 // brokerPodSpec is the pod spec of the indexed Job.
 func brokerPodSpec(mc *fluxv1alpha2.MiniCluster) (*corev1ac.PodSpecApplyConfiguration, error) {
 	spec := &mc.Spec
-	vols, err := collectVolumes(spec.Containers, "spec.containers")
+	vols, err := collectVolumes(spec.Containers, "spec.containers", spec.Volumes) //nolint:staticcheck // the deprecated spec.volumes keeps its meaning
 	if err != nil {
 		return nil, err
 	}
