@@ -5,7 +5,11 @@ package deploy
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -25,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fluxfed/fluxfed/e2e/testenv"
+	"github.com/fluxfed/fluxfed/internal/metrics"
 )
 
 func kustomize(t *testing.T, dir string) []*unstructured.Unstructured {
@@ -41,7 +46,7 @@ func TestDefaultKustomizationAppliesWithServerSideDryRun(t *testing.T) {
 		kinds[o.GetKind()]++
 	}
 	require.Equal(t, map[string]int{
-		"CustomResourceDefinition": 1, "Namespace": 1, "ServiceAccount": 1, "ClusterRole": 1,
+		"CustomResourceDefinition": 1, "Namespace": 1, "ServiceAccount": 1, "ClusterRole": 2,
 		"ClusterRoleBinding": 1, "Role": 1, "RoleBinding": 1, "Deployment": 1, "Service": 1,
 		"ValidatingAdmissionPolicy": 1, "ValidatingAdmissionPolicyBinding": 1,
 	}, kinds)
@@ -64,7 +69,7 @@ func TestDefaultKustomizationAppliesWithServerSideDryRun(t *testing.T) {
 func TestManagerRoleGrantsWhatTheReconcilerUses(t *testing.T) {
 	var role *rbacv1.ClusterRole
 	for _, o := range kustomize(t, "rbac") {
-		if o.GetKind() == "ClusterRole" {
+		if o.GetKind() == "ClusterRole" && o.GetName() == "fluxfed-manager" {
 			role = &rbacv1.ClusterRole{}
 			data, err := o.MarshalJSON()
 			require.NoError(t, err)
@@ -87,6 +92,8 @@ func TestManagerRoleGrantsWhatTheReconcilerUses(t *testing.T) {
 		"batch/jobs:patch", "/configmaps:patch", "/services:patch", "/secrets:create", "/pods:deletecollection",
 		"/secrets:patch", // puts back the label of a CURVE Secret someone stripped
 		"events.k8s.io/events:create",
+		// The metrics endpoint authenticates and authorizes its scrapers.
+		"authentication.k8s.io/tokenreviews:create", "authorization.k8s.io/subjectaccessreviews:create",
 	} {
 		require.True(t, allowed[want], "the manager role lacks %s", want)
 	}
@@ -105,7 +112,7 @@ func TestHubAndMemberAccessKustomizationsApplyWithServerSideDryRun(t *testing.T)
 	}
 	hubObjs := kustomize(t, "hub")
 	require.Equal(t, map[string]int{
-		"CustomResourceDefinition": 2, "Namespace": 1, "ServiceAccount": 1, "ClusterRole": 2,
+		"CustomResourceDefinition": 2, "Namespace": 1, "ServiceAccount": 1, "ClusterRole": 3,
 		"ClusterRoleBinding": 2, "Role": 1, "RoleBinding": 1, "Deployment": 1, "Service": 1,
 		"ValidatingAdmissionPolicy": 1, "ValidatingAdmissionPolicyBinding": 1,
 	}, kindsOf(hubObjs))
@@ -267,4 +274,86 @@ func TestWhatTheHubMayDoOnAMember(t *testing.T) {
 		run(t, slices.Concat(always, inside("research", true), inside("payroll", true), inside("", true), inside("kube-system", true),
 			[]check{{"create", "", "namespaces", "", "", true}}))
 	})
+}
+
+// TestMonitoringScrapesTheMetricsService checks deploy/monitoring, which is not applied by
+// default (the Prometheus Operator's CRDs are not installed here): its ServiceMonitor scrapes the
+// port of the manager's metrics Service over HTTPS with a token, its binding grants
+// fluxfed-metrics-reader, and the dashboard queries only series fluxfed has.
+func TestMonitoringScrapesTheMetricsService(t *testing.T) {
+	var service, monitor, binding *unstructured.Unstructured
+	for _, o := range kustomize(t, "default") {
+		if o.GetKind() == "Service" {
+			service = o
+		}
+		if o.GetKind() == "ClusterRole" && o.GetName() == "fluxfed-metrics-reader" {
+			rules, _, err := unstructured.NestedSlice(o.Object, "rules")
+			require.NoError(t, err)
+			require.Equal(t, []any{map[string]any{"nonResourceURLs": []any{"/metrics"}, "verbs": []any{"get"}}}, rules)
+		}
+	}
+	objs := kustomize(t, "monitoring")
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "ServiceMonitor":
+			monitor = o
+		case "ClusterRoleBinding":
+			binding = o
+		}
+	}
+	require.Len(t, objs, 2)
+	require.NotNil(t, service)
+	require.NotNil(t, monitor)
+	require.NotNil(t, binding)
+
+	ports, _, err := unstructured.NestedSlice(service.Object, "spec", "ports")
+	require.NoError(t, err)
+	require.Len(t, ports, 1)
+	require.Equal(t, "https", ports[0].(map[string]any)["name"])
+	require.EqualValues(t, 8443, ports[0].(map[string]any)["port"])
+	selector, _, err := unstructured.NestedStringMap(monitor.Object, "spec", "selector", "matchLabels")
+	require.NoError(t, err)
+	for k, v := range selector {
+		require.Equal(t, v, service.GetLabels()[k], "the ServiceMonitor selects the metrics Service")
+	}
+	endpoints, _, err := unstructured.NestedSlice(monitor.Object, "spec", "endpoints")
+	require.NoError(t, err)
+	require.Len(t, endpoints, 1)
+	endpoint := endpoints[0].(map[string]any)
+	require.Equal(t, "https", endpoint["port"])
+	require.Equal(t, "https", endpoint["scheme"])
+	require.NotEmpty(t, endpoint["bearerTokenFile"])
+	roleName, _, err := unstructured.NestedString(binding.Object, "roleRef", "name")
+	require.NoError(t, err)
+	require.Equal(t, "fluxfed-metrics-reader", roleName)
+
+	data, err := os.ReadFile(filepath.Join("monitoring", "dashboard.json"))
+	require.NoError(t, err)
+	var dashboard struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	require.NoError(t, json.Unmarshal(data, &dashboard))
+	require.NotEmpty(t, dashboard.Panels)
+	series := regexp.MustCompile(`fluxfed_[a-z_]+`)
+	used := map[string]bool{}
+	for _, p := range dashboard.Panels {
+		require.NotEmpty(t, p.Targets, "panel %q", p.Title)
+		for _, target := range p.Targets {
+			for _, name := range series.FindAllString(target.Expr, -1) {
+				name = strings.TrimSuffix(name, "_bucket")
+				require.Contains(t, metrics.Names(), name, "panel %q queries a series fluxfed does not have", p.Title)
+				used[name] = true
+			}
+		}
+	}
+	for _, name := range metrics.Names() {
+		if name != "fluxfed_flux_answering" {
+			require.True(t, used[name], "the dashboard shows %s", name)
+		}
+	}
 }

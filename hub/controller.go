@@ -9,6 +9,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -32,6 +33,7 @@ import (
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/bursting"
 	"github.com/fluxfed/fluxfed/hub/members"
+	"github.com/fluxfed/fluxfed/internal/metrics"
 	"github.com/fluxfed/fluxfed/member/apply"
 )
 
@@ -137,6 +139,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (re
 	}
 	root := &fluxv1alpha2.MiniCluster{}
 	if err := r.client.Get(ctx, req.NamespacedName, root); err != nil || !isRootOfHub(root) {
+		if apierrors.IsNotFound(err) {
+			metrics.ForgetRoot(req.Namespace, req.Name)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	switch {

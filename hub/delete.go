@@ -23,6 +23,7 @@ import (
 	fedv1alpha1 "github.com/fluxfed/fluxfed/api/fluxfed/v1alpha1"
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/hub/members"
+	"github.com/fluxfed/fluxfed/internal/metrics"
 	"github.com/fluxfed/fluxfed/internal/text"
 	"github.com/fluxfed/fluxfed/member/render/names"
 )
@@ -130,6 +131,7 @@ func (r *Reconciler) finalize(ctx context.Context, root *fluxv1alpha2.MiniCluste
 	if len(pending) > 0 {
 		left := root.DeletionTimestamp.Add(r.opts.CleanupTimeout).Sub(r.opts.Clock())
 		if left > 0 {
+			metrics.SetCleanupPending(root.Namespace, root.Name)
 			r.recorder.Eventf(root, nil, corev1.EventTypeWarning, EventCleanupPending, "DeleteChildren",
 				"the children on %s are not deleted yet; retrying for %v", strings.Join(pending, ", "), left.Round(time.Second))
 			return reconcile.Result{RequeueAfter: min(left, r.opts.RetryMax/4+time.Second)}, nil
@@ -225,6 +227,7 @@ func (r *Reconciler) forget(root *fluxv1alpha2.MiniCluster) {
 	r.fluxWatches.Delete(root.UID)
 	r.ledgers.Delete(root.UID)
 	r.leads.Delete(root.UID)
+	metrics.ForgetRoot(root.Namespace, root.Name)
 	r.synced.Range(func(k, _ any) bool {
 		if strings.HasPrefix(k.(string), string(root.UID)+"/") {
 			r.synced.Delete(k)

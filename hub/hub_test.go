@@ -24,6 +24,7 @@ import (
 	"github.com/fluxfed/fluxfed/e2e/fluxcheck"
 	"github.com/fluxfed/fluxfed/e2e/testenv"
 	"github.com/fluxfed/fluxfed/hub"
+	"github.com/fluxfed/fluxfed/internal/metrics"
 	"github.com/fluxfed/fluxfed/member/render/names"
 )
 
@@ -442,11 +443,14 @@ func TestARootDeletedWhileAMemberIsDownIsReleasedAndSweptLater(t *testing.T) {
 	orphans := f.memberCluster(t, "member-b").Status.Orphans
 	require.Contains(t, orphans, fedv1alpha1.OrphanObject{Kind: "MiniCluster", Namespace: ns, Name: "burst-b", UID: string(left.UID)})
 	require.Len(t, orphans, 2, "the child and its Secret")
+	orphaned := map[string]string{metrics.LabelMember: "member-b"}
+	require.EventuallyWithT(t, func(c *assert.CollectT) { requireSeries(c, scrapeRegistry(c), "fluxfed_orphans", orphaned, 2) }, wait, tick)
 
 	b.proxy.Restore(t)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		require.Nil(c, b.child(c, ns, "burst-b"), "the orphan sweep deletes it once the member answers")
 		require.Empty(c, f.memberCluster(c, "member-b").Status.Orphans, "and forgets it")
+		requireSeries(c, scrapeRegistry(c), "fluxfed_orphans", orphaned, 0)
 	}, wait, tick)
 }
 

@@ -21,6 +21,7 @@ import (
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/bursting"
 	"github.com/fluxfed/fluxfed/hub/policy"
+	"github.com/fluxfed/fluxfed/internal/metrics"
 	"github.com/fluxfed/fluxfed/member/apply"
 	"github.com/fluxfed/fluxfed/member/render"
 )
@@ -59,6 +60,8 @@ func (r *Reconciler) push(ctx context.Context, root *fluxv1alpha2.MiniCluster, f
 	l := r.ledgerOf(root)
 	var waiting atomic.Bool
 	r.forEachMember(ctx, keys(byMember), func(ctx context.Context, member string) error {
+		start := time.Now()
+		defer func() { metrics.PushDuration.WithLabelValues(member).Observe(time.Since(start).Seconds()) }()
 		state := fed.bursts[byMember[member][0]].member
 		key := syncKey(root, member)
 		last, _ := r.synced.Load(key)

@@ -8,6 +8,7 @@ import (
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/flux"
+	"github.com/fluxfed/fluxfed/internal/metrics"
 	"github.com/fluxfed/fluxfed/internal/text"
 	"github.com/fluxfed/fluxfed/member/render/scripts"
 )
@@ -113,6 +114,7 @@ func (r *Reconciler) scale(ctx context.Context, root *fluxv1alpha2.MiniCluster, 
 				verb, reason = "lowered", EventBurstScaledDown
 			}
 			events.add(corev1.EventTypeNormal, reason, text.Truncate("Scale "+s.Burst, maxEventAction), "%s burst %s from %d to %d brokers: %s", verb, s.Burst, o.Size, s.Size, s.Reason)
+			metrics.ScaledBurst(root.Namespace, root.Name, s.Burst, o.Size, int32(s.Size))
 			o.Size = int32(s.Size)
 			w.sizes[s.Burst] = o.Size
 		}

@@ -18,6 +18,7 @@ import (
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/flux"
 	"github.com/fluxfed/fluxfed/hub/members"
+	"github.com/fluxfed/fluxfed/internal/metrics"
 	"github.com/fluxfed/fluxfed/internal/text"
 )
 
@@ -313,7 +314,21 @@ func (r *Reconciler) writeStatus(ctx context.Context, root *fluxv1alpha2.MiniClu
 	st := ComputeFederationStatus(root, fed.bursts, leadStatus, fed.lead.reason, fed.lead.err, r.now())
 	st.Pushed = r.ledgerOf(root).list()
 	st.Flux = fed.flux
-	return r.applyStatus(ctx, root, st, leadStatus, events)
+	if err := r.applyStatus(ctx, root, st, leadStatus, events); err != nil {
+		return err
+	}
+	reportRoot(root, st)
+	return nil
+}
+
+// reportRoot sets the series of a root (internal/metrics) from the status the hub wrote.
+func reportRoot(root *fluxv1alpha2.MiniCluster, st FederationStatus) {
+	phases := make([]fluxv1alpha2.BurstPhase, 0, len(st.Bursts))
+	for _, b := range st.Bursts {
+		phases = append(phases, b.Phase)
+	}
+	metrics.SetBursts(root.Namespace, root.Name, phases)
+	metrics.SetFlux(root.Namespace, root.Name, st.Flux)
 }
 
 // lastLead returns the lead broker endpoint root's children were last given: as kept since the
@@ -333,6 +348,7 @@ func (r *Reconciler) refuse(ctx context.Context, root *fluxv1alpha2.MiniCluster,
 	if werr := r.applyStatus(ctx, root, st, nil, events); werr != nil {
 		return werr
 	}
+	reportRoot(root, st)
 	events.flush(r.recorder, root)
 	return reconcile.TerminalError(err)
 }

@@ -21,18 +21,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	fedv1alpha1 "github.com/fluxfed/fluxfed/api/fluxfed/v1alpha1"
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/hub"
 	"github.com/fluxfed/fluxfed/hub/members"
+	"github.com/fluxfed/fluxfed/internal/metrics"
 	"github.com/fluxfed/fluxfed/member"
 )
 
 // managerOptions are the flags of `fluxfed manager`.
 type managerOptions struct {
 	metricsAddr          string
+	metricsSecure        bool // issue 12: metrics over HTTPS with authentication and authorization
 	probeAddr            string
 	leaderElect          bool
 	leaderElectNamespace string
@@ -64,6 +65,8 @@ type managerOptions struct {
 
 func (o *managerOptions) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", `address the metrics endpoint binds to ("0" disables it)`)
+	// issue 12: metrics over HTTPS with authentication and authorization (internal/metrics).
+	fs.BoolVar(&o.metricsSecure, "metrics-secure", true, "serve metrics over HTTPS to scrapers whose token may get /metrics (ClusterRole fluxfed-metrics-reader); false serves plain HTTP to anyone")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", `address the /healthz and /readyz probes bind to ("0" disables them)`)
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader so that only one replica reconciles at a time")
 	fs.StringVar(&o.leaderElectNamespace, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's namespace)")
@@ -155,7 +158,7 @@ func runManager(ctx context.Context, opts *managerOptions) error {
 	local := ctrl.Options{
 		Scheme:                  scheme,
 		Cache:                   cache.Options{ByObject: member.CacheByObject()},
-		Metrics:                 metricsserver.Options{BindAddress: opts.metricsAddr},
+		Metrics:                 metrics.ServerOptions(opts.metricsAddr, opts.metricsSecure), // issue 12
 		HealthProbeBindAddress:  opts.probeAddr,
 		LeaderElection:          opts.leaderElect,
 		LeaderElectionID:        "fluxfed-manager.flux-framework.org",

@@ -31,6 +31,7 @@ import (
 
 	fedv1alpha1 "github.com/fluxfed/fluxfed/api/fluxfed/v1alpha1"
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/internal/metrics"
 )
 
 // DefaultKubeconfigKey is the Secret key of a member's kubeconfig when the MemberCluster names none.
@@ -157,6 +158,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (re
 	if err := r.client.Get(ctx, req.NamespacedName, mc); err != nil || !mc.DeletionTimestamp.IsZero() {
 		if err == nil || apierrors.IsNotFound(err) {
 			r.registry.Remove(req.Name)
+			metrics.ForgetMember(req.Name)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -166,10 +168,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (re
 	if err := r.writeStatus(ctx, mc, st); err != nil {
 		return reconcile.Result{}, err
 	}
+	metrics.SetMember(mc.Name, health(snap.Phase), len(mc.Status.Orphans))
 	if snap.Phase == PhaseReady {
 		return reconcile.Result{RequeueAfter: r.registry.opts.RecordInterval}, nil
 	}
 	return reconcile.Result{}, nil
+}
+
+// health is the value of the health label of fluxfed_member_health for a phase.
+func health(p Phase) string {
+	switch p {
+	case PhaseReady:
+		return metrics.HealthReady
+	case PhaseNotReady:
+		return metrics.HealthNotReady
+	}
+	return metrics.HealthUnknown
 }
 
 // registration reads a MemberCluster's kubeconfig.
