@@ -180,7 +180,7 @@ type chartCase struct {
 
 var (
 	single = []string{
-		"ClusterRole fluxfed-manager", "ClusterRoleBinding fluxfed-manager",
+		"ClusterRole fluxfed-manager", "ClusterRole fluxfed-metrics-reader", "ClusterRoleBinding fluxfed-manager",
 		"CustomResourceDefinition miniclusters.flux-framework.org",
 		"Deployment fluxfed-manager", "Role fluxfed-leader-election", "RoleBinding fluxfed-leader-election",
 		"Service fluxfed-manager-metrics", "ServiceAccount fluxfed-manager",
@@ -210,8 +210,13 @@ var chartCases = []chartCase{
 	{
 		name: "single", values: map[string]any{},
 		objects: sorted(single),
-		args:    []string{"manager", "--leader-elect", "--metrics-bind-address=:8080", "--health-probe-bind-address=:8081"},
-		notArgs: []string{"--hub"},
+		args:    []string{"manager", "--leader-elect", "--metrics-bind-address=:8443", "--health-probe-bind-address=:8081"},
+		notArgs: []string{"--hub", "--metrics-secure=false"},
+	},
+	{
+		name: "metrics over plain HTTP", values: map[string]any{"metrics": map[string]any{"secure": false, "port": 8080}},
+		objects: sorted(single),
+		args:    []string{"--metrics-bind-address=:8080", "--metrics-secure=false"},
 	},
 	{
 		name: "hub", values: map[string]any{"mode": "hub"},

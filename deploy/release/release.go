@@ -157,6 +157,7 @@ var chartFiles = []chartFile{
 	{"files/crds/memberclusters.yaml", "hub", "CustomResourceDefinition", "memberclusters.fluxfed.io"},
 	{"files/rbac/manager.yaml", "rbac", "ClusterRole", "fluxfed-manager"},
 	{"files/rbac/leader-election.yaml", "rbac", "Role", "fluxfed-leader-election"},
+	{"files/rbac/metrics-reader.yaml", "rbac", "ClusterRole", "fluxfed-metrics-reader"},
 	{"files/rbac/hub.yaml", "hub", "ClusterRole", "fluxfed-hub"},
 	{"files/rbac/hub-member.yaml", "member-access", "ClusterRole", "fluxfed-hub-member"},
 	{"files/rbac/hub-burst.yaml", "member-access", "ClusterRole", "fluxfed-hub-burst"},

@@ -54,6 +54,9 @@ app.kubernetes.io/component: manager
 - --leader-election-namespace={{ . }}
 {{- end }}
 - --metrics-bind-address={{ if .Values.metrics.enabled }}:{{ .Values.metrics.port }}{{ else }}0{{ end }}
+{{- if and .Values.metrics.enabled (not .Values.metrics.secure) }}
+- --metrics-secure=false
+{{- end }}
 - --health-probe-bind-address=:{{ .Values.probes.port }}
 {{- with $m.kubeAPIQPS }}
 - --kube-api-qps={{ . }}
