@@ -7,9 +7,7 @@ package chart_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -30,7 +28,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -43,6 +40,7 @@ import (
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	releasev1 "helm.sh/helm/v4/pkg/release/v1"
 
+	"github.com/fluxfed/fluxfed/deploy"
 	"github.com/fluxfed/fluxfed/deploy/release"
 	"github.com/fluxfed/fluxfed/e2e/k8sbin"
 	"github.com/fluxfed/fluxfed/e2e/testenv"
@@ -90,19 +88,9 @@ func tryRender(t *testing.T, vals map[string]any) ([]*unstructured.Unstructured,
 
 func decode(t *testing.T, manifest string) []*unstructured.Unstructured {
 	t.Helper()
-	reader := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(manifest), 4096)
-	var objs []*unstructured.Unstructured
-	for {
-		u := &unstructured.Unstructured{}
-		err := reader.Decode(&u.Object)
-		if errors.Is(err, io.EOF) {
-			return objs
-		}
-		require.NoError(t, err)
-		if len(u.Object) > 0 {
-			objs = append(objs, u)
-		}
-	}
+	objs, err := deploy.Decode([]byte(manifest))
+	require.NoError(t, err)
+	return objs
 }
 
 func ids(objs []*unstructured.Unstructured) []string {

@@ -1,23 +1,23 @@
 // Package release builds what a fluxfed release ships besides its image, from the kustomizations
 // under deploy/: one manifest per mode (`make release-manifests` writes them to dist/), and the
 // generated files of the Helm chart deploy/chart/fluxfed, its CRDs, the rules of its roles and the
-// MiniCluster deprecation policy (`make chart`). Both come from `kubectl kustomize` output, so that deploy/ stays the one source
-// of the CRDs and the permissions.
+// MiniCluster deprecation policy (`make chart`). Both come from `kubectl kustomize` output, so
+// that deploy/ stays the one source of the CRDs and the permissions.
 package release
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/fluxfed/fluxfed/deploy"
 )
 
 // Kustomizer builds the kustomization deploy/<dir> and returns its YAML.
@@ -68,7 +68,7 @@ func Objects(k Kustomizer, dirs ...string) ([]*unstructured.Unstructured, error)
 		if err != nil {
 			return nil, err
 		}
-		decoded, err := decode(out)
+		decoded, err := deploy.Decode(out)
 		if err != nil {
 			return nil, fmt.Errorf("deploy/%s: %w", dir, err)
 		}
@@ -85,22 +85,6 @@ func Objects(k Kustomizer, dirs ...string) ([]*unstructured.Unstructured, error)
 		}
 	}
 	return objs, nil
-}
-
-func decode(data []byte) ([]*unstructured.Unstructured, error) {
-	reader := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var objs []*unstructured.Unstructured
-	for {
-		u := &unstructured.Unstructured{}
-		if err := reader.Decode(&u.Object); errors.Is(err, io.EOF) {
-			return objs, nil
-		} else if err != nil {
-			return nil, err
-		}
-		if len(u.Object) > 0 {
-			objs = append(objs, u)
-		}
-	}
 }
 
 // Manifest returns the release manifest of mode m: its objects as one YAML stream, after a

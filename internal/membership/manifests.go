@@ -1,15 +1,11 @@
 package membership
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"path"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/fluxfed/fluxfed/deploy"
@@ -70,17 +66,9 @@ func decode(fsys fs.FS, p string) ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, err
 	}
-	reader := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var objs []*unstructured.Unstructured
-	for {
-		u := &unstructured.Unstructured{}
-		if err := reader.Decode(&u.Object); errors.Is(err, io.EOF) {
-			return objs, nil
-		} else if err != nil {
-			return nil, fmt.Errorf("deploy/%s: %w", p, err)
-		}
-		if len(u.Object) > 0 {
-			objs = append(objs, u)
-		}
+	objs, err := deploy.Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("deploy/%s: %w", p, err)
 	}
+	return objs, nil
 }
