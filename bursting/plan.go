@@ -131,8 +131,10 @@ func (p *Plan) Child(burst string) (Child, bool) {
 //     flux.scheduler, flux.minimalService, flux.connectTimeout), the flux view, the broker's
 //     options (logLevel, wrap, environment, disableSocket, completeWorkers, noWaitSocket,
 //     mungeSecret, arch), logging, pod, resourceClaims, jobLabels, backoffLimit,
-//     deadlineSeconds, cleanup, shareProcessNamespace and network.disableAffinity. Objects
-//     they name (Secrets, ConfigMaps, claims, a ServiceAccount) must exist on the member.
+//     deadlineSeconds, cleanup, shareProcessNamespace, network.disableAffinity, and the
+//     deprecated volumes and oversubscribe, which give the copied containers the meaning they
+//     have on the root. Objects they name (Secrets, ConfigMaps, claims, a ServiceAccount, a
+//     node's directories) must exist on the member.
 //
 // NewPlan lays out the root and every child with NewLayout and checks that every child puts
 // every host at the root's rank (but rank 0, which a child names by lead.Address), gives

@@ -374,6 +374,22 @@ func TestChildOfASingleContainer(t *testing.T) {
 	}
 }
 
+// TestChildKeepsTheDeprecatedVolumes: a child runs the root's containers, and a container volume
+// named like an entry of the deprecated spec.volumes means that entry, on the member too.
+//
+//nolint:staticcheck // the deprecated fields are what this test is about
+func TestChildKeepsTheDeprecatedVolumes(t *testing.T) {
+	root := fourBursts()
+	root.Spec.Volumes = map[string]fluxv1alpha2.MiniClusterVolume{"data": {Path: "/data"}}
+	root.Spec.Oversubscribe = true
+	p, err := NewPlan(root, testLead, testHub)
+	require.NoError(t, err)
+	for _, c := range p.Children {
+		require.Equal(t, root.Spec.Volumes, c.MiniCluster.Spec.Volumes, c.Burst)
+		require.True(t, c.MiniCluster.Spec.Oversubscribe, c.Burst)
+	}
+}
+
 // TestChildSpecCoversEveryField fails when the API gains a field: decide whether a child copies
 // it (and document the decision at NewPlan), then add it here.
 func TestChildSpecCoversEveryField(t *testing.T) {
@@ -381,7 +397,7 @@ func TestChildSpecCoversEveryField(t *testing.T) {
 		reflect.TypeFor[fluxv1alpha2.MiniClusterSpec](): {
 			"Containers", "Services", "ResourceClaims", "Network", "JobLabels", "Interactive", "Flux", "Logging",
 			"Archive", "ShareProcessNamespace", "Cleanup", "Size", "MaxSize", "MinSize", "BackoffLimit", "Tasks",
-			"DeadlineSeconds", "Pod",
+			"DeadlineSeconds", "Pod", "Volumes", "Oversubscribe",
 		},
 		reflect.TypeFor[fluxv1alpha2.FluxSpec](): {
 			"Container", "Arch", "SubmitCommand", "Wrap", "ConnectTimeout", "OptionFlags", "MinimalService",
