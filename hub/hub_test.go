@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -202,12 +203,13 @@ func testEditingTheRootUpdatesAndRemovesChildren(t *testing.T, f *federation) {
 	ns, root := f.burstOntoBoth(t, "edited")
 	a, b := f.members["member-a"], f.members["member-b"]
 
-	// A change of the layout is refused by the API server, and changes nothing.
-	err := f.hub.Client.Update(ctx, func() *fluxv1alpha2.MiniCluster {
+	// A change of the layout is refused by the API server, and changes nothing. A status write
+	// of the controllers in between is a conflict, not the answer: retried.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		got := f.root(t, root)
 		got.Spec.Flux.Bursting.Clusters[0].MaxSize = 4
-		return got
-	}())
+		return f.hub.Client.Update(ctx, got)
+	})
 	require.True(t, apierrors.IsInvalid(err), "resizing a burst: %v", err)
 	require.Equal(t, int32(3), a.child(t, ns, "burst-a").Spec.Size)
 
