@@ -283,7 +283,9 @@ func (f *federation) startHub(t testing.TB) {
 	f.stopHub = func() {
 		once.Do(func() {
 			cancel()
-			require.NoError(t, <-done)
+			if err := <-done; err != nil {
+				t.Fatalf("the hub did not stop: %v; still running:\n%s", err, testenv.Goroutines())
+			}
 		})
 	}
 	t.Cleanup(f.stopHub)

@@ -146,7 +146,9 @@ func (h *harness) runManager(t testing.TB) {
 	go func() { done <- mgr.Start(ctx) }()
 	t.Cleanup(func() {
 		cancel()
-		require.NoError(t, <-done)
+		if err := <-done; err != nil {
+			t.Fatalf("the manager did not stop: %v; still running:\n%s", err, testenv.Goroutines())
+		}
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -57,4 +58,24 @@ func TestStartNStartsSeparateAPIServers(t *testing.T) {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "only-on-the-first"}}
 	require.NoError(t, envs[0].Client.Create(ctx, ns))
 	require.True(t, apierrors.IsNotFound(envs[1].Client.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{})))
+}
+
+func TestGoroutinesNamesAGoroutineThatWaits(t *testing.T) {
+	stop := make(chan struct{})
+	started := make(chan struct{})
+	go waitForTheTest(started, stop)
+	<-started
+	defer close(stop)
+	got := Goroutines()
+	require.Contains(t, got, "github.com/fluxfed/fluxfed/e2e/testenv.waitForTheTest")
+	for g := range strings.SplitSeq(strings.TrimSpace(got), "\n\n") {
+		require.True(t, strings.HasPrefix(g, "goroutine "), "a whole stack: %s", g)
+		require.Regexp(t, `github\.com/fluxfed/fluxfed/|sigs\.k8s\.io/`, g)
+	}
+}
+
+// waitForTheTest is a goroutine of fluxfed's code that waits.
+func waitForTheTest(started, stop chan struct{}) {
+	close(started)
+	<-stop
 }
