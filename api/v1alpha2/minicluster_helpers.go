@@ -41,3 +41,17 @@ func (mc *MiniCluster) HeadlessName() string {
 	}
 	return mc.Name
 }
+
+// DefaultBackoffLimit replaces a spec.backoffLimit of 0, which cannot be told apart from unset;
+// it is the Flux Operator's default. A broker that cannot reach its parent yet exits and is
+// restarted, so a MiniCluster needs room for several failures while it starts.
+const DefaultBackoffLimit = 100
+
+// BackoffLimit returns spec.backoffLimit, or DefaultBackoffLimit when it is 0: the Job's
+// backoffLimit, and how many times the lead broker starts again after a crash.
+func (mc *MiniCluster) BackoffLimit() int32 {
+	if mc.Spec.BackoffLimit > 0 {
+		return mc.Spec.BackoffLimit
+	}
+	return DefaultBackoffLimit
+}

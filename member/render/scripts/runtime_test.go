@@ -22,7 +22,13 @@ import (
 
 // fakeFlux answers "flux R encode" with a small R naming the hosts, and records the arguments
 // of every "flux start" in $FAKE_FLUX_LOG (the number of words, then the words, each followed by
-// a NUL, so that any word survives), exiting with $FAKE_FLUX_RC.
+// a NUL, so that any word survives). A start whose $FAKE_FLUX_RC is set and not 0 is a broker
+// that fails: it exits with that status; the first $FAKE_FLUX_CRASHES starts exit with 1. Otherwise the broker ends as real Flux does, with the
+// exit status of its initial program: the lead's program records the job's status in the file
+// after "fluxfed-job", and the fake stands for a job that exited with $FAKE_JOB_RC (0 when
+// unset); with $FAKE_FLUX_RUN set, it runs the initial program for real. With $FAKE_FLUX_WAIT
+// set, a broker without an initial program (a follower) runs until it gets SIGTERM, then exits
+// with $FAKE_FLUX_WAIT, as a follower broker that is stopped does.
 const fakeFlux = `#!/bin/bash
 case "$1" in
 R)
@@ -33,7 +39,47 @@ R)
 start)
 	shift
 	printf '%s\0' "$#" "$@" >>"$FAKE_FLUX_LOG"
-	exit "${FAKE_FLUX_RC:-0}"
+	if [ "${FAKE_FLUX_RC:-0}" != 0 ]; then
+		exit "$FAKE_FLUX_RC"
+	fi
+	if [ -n "${FAKE_FLUX_CRASHES:-}" ]; then
+		crashed=$(cat "$FAKE_FLUX_LOG.crashes" 2>/dev/null || echo 0)
+		if [ "$crashed" -lt "$FAKE_FLUX_CRASHES" ]; then
+			echo $((crashed + 1)) >"$FAKE_FLUX_LOG.crashes"
+			exit 1
+		fi
+	fi
+	while [ "$#" -gt 0 ]; do
+		case "$1" in
+		-o) shift 2 ;;
+		-*) shift ;;
+		*) break ;;
+		esac
+	done
+	if [ "$#" = 0 ]; then
+		if [ -n "${FAKE_FLUX_WAIT:-}" ]; then
+			trap 'exit "$FAKE_FLUX_WAIT"' TERM
+			while :; do sleep 0.05; done
+		fi
+		exit 0
+	fi
+	if [ -n "${FAKE_FLUX_RUN:-}" ]; then
+		# The job runs in a process group of its own, which a stopped broker signals whole.
+		set -m
+		"$@" &
+		job=$!
+		set +m
+		trap 'kill -TERM -- "-$job"; wait "$job"; exit 143' TERM
+		wait "$job"
+		exit
+	fi
+	for ((i = 1; i < $#; i++)); do
+		if [ "${!i}" = fluxfed-job ]; then
+			j=$((i + 1))
+			printf '%s\n' "${FAKE_JOB_RC:-0}" >"${!j}"
+		fi
+	done
+	exit "${FAKE_JOB_RC:-0}"
 	;;
 *)
 	echo "fake flux: unexpected $*" >&2
@@ -98,13 +144,38 @@ func (s sandbox) provisioner(script string) string {
 
 func (s sandbox) run(t *testing.T, shell, script string, env []string) (string, error) {
 	t.Helper()
-	return s.exec(t, env, shell, "-c", script, "entrypoint")
+	return s.exec(t, env, shell, "-c", s.sandboxed(script), "entrypoint")
+}
+
+// sandboxed returns script with its termination message written in the sandbox (terminationLog)
+// and no wait before a broker starts again.
+func (s sandbox) sandboxed(script string) string {
+	script = strings.Replace(script, "\nfluxfed_termination_log=/dev/termination-log\n",
+		"\nfluxfed_termination_log="+Quote(s.terminationLog())+"\n", 1)
+	return strings.Replace(script, "\nfluxfed_retry_seconds=15\n", "\nfluxfed_retry_seconds=0\n", 1)
+}
+
+// terminationLog is where the scripts run in the sandbox write their termination message.
+func (s sandbox) terminationLog() string { return filepath.Join(s.root, "termination-log") }
+
+// terminationMessage returns the last termination message a script wrote, "" when none did.
+func (s sandbox) terminationMessage(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile(s.terminationLog())
+	if errors.Is(err, os.ErrNotExist) {
+		return ""
+	}
+	require.NoError(t, err)
+	return string(data)
 }
 
 // runFile runs the script in file, as the pods do, so that bytes a command line cannot carry
 // reach the shell too.
 func (s sandbox) runFile(t *testing.T, shell, file string, env []string) (string, error) {
 	t.Helper()
+	script, err := os.ReadFile(file)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(file, []byte(s.sandboxed(string(script))), 0o644))
 	return s.exec(t, env, shell, file)
 }
 
@@ -192,7 +263,7 @@ func TestLeadBrokerRuns(t *testing.T) {
 	tests := []struct {
 		name     string
 		mutate   func(*fluxv1alpha2.MiniClusterSpec)
-		fluxRC   string
+		jobRC    string
 		wantRC   int
 		wantTail []string // the end of flux start's arguments
 		check    func(t *testing.T, s sandbox, out string)
@@ -211,7 +282,7 @@ func TestLeadBrokerRuns(t *testing.T) {
 				spec.Containers[0].PreCommand = `FLUXFED_TEST_ORDER="$FLUXFED_TEST_ORDER preCommand"`
 				spec.Flux.Environment = map[string]string{"FLUXFED_TEST_ENV": "a 'b' $c"}
 			},
-			fluxRC:   "3",
+			jobRC:    "3",
 			wantRC:   3,
 			wantTail: []string{"flux", "submit", "-n", "1", "--quiet", "--watch", "bash", "-c", `echo "it's $HOME"`},
 			check: func(t *testing.T, s sandbox, out string) {
@@ -293,7 +364,7 @@ func TestLeadBrokerRuns(t *testing.T) {
 			require.NoError(t, err)
 			s.provision(t, got[ProvisionerKey])
 			out, err := s.run(t, "bash", got["container-lead.sh"], []string{
-				"JOB_COMPLETION_INDEX=0", "FAKE_FLUX_RC=" + tt.fluxRC, "FLUXFED_TEST_VAR=from-the-pod",
+				"JOB_COMPLETION_INDEX=0", "FAKE_JOB_RC=" + tt.jobRC, "FLUXFED_TEST_VAR=from-the-pod",
 			})
 			require.Equal(t, tt.wantRC, exitCode(t, err), out)
 			calls := s.starts(t)

@@ -424,13 +424,29 @@ type fluxScript struct {
 	BrokerOptions       []string
 	LeadOptions         []string
 	InitialProgram      []string
+	// LeadRestarts is how many times the lead broker starts again after it exited before its
+	// work ended: spec.backoffLimit.
+	LeadRestarts int32
 }
 
 // Paths inside M that the scripts share.
 const (
 	jobScriptPath   = "/fluxfed/job-script"
 	batchScriptPath = "/fluxfed/batch.sh"
+	// jobStatusPath holds the exit status of the lead broker's job once it ended. The pod's
+	// volume outlives its containers, so a lead container that starts again knows.
+	jobStatusPath = "/fluxfed/job-status"
 )
+
+// JobStatusMessage is the termination message of the lead broker's container once its job
+// ended, with the job's exit status; the MiniCluster's status reads it back.
+const JobStatusMessage = "the job exited with status %d"
+
+// recordStatus is the lead broker's initial program around the job: it runs the job (its
+// arguments after the status file) and writes the job's exit status to the status file, which
+// a job stopped by a signal never reaches.
+const recordStatus = `fluxfed_job_rc=0; "${@:2}" || fluxfed_job_rc=$?; ` +
+	`printf '%s\n' "$fluxfed_job_rc" >"$1.new" && mv -f "$1.new" "$1"; exit "$fluxfed_job_rc"`
 
 func fluxScriptData(mc *fluxv1alpha2.MiniCluster, i int, in Inputs) (fluxScript, error) {
 	c := &mc.Spec.Containers[i]
@@ -491,6 +507,7 @@ func fluxScriptData(mc *fluxv1alpha2.MiniCluster, i int, in Inputs) (fluxScript,
 		return d, nil
 	}
 	d.Archive = spec.Archive.Path
+	d.LeadRestarts = mc.BackoffLimit()
 
 	// The lead broker's initial program, if any.
 	command := c.Command
@@ -521,7 +538,7 @@ func fluxScriptData(mc *fluxv1alpha2.MiniCluster, i int, in Inputs) (fluxScript,
 		inner = append(inner, "bash", "-c", `flux batch "$@" && flux job wait --all`, "fluxfed-batch")
 		inner = append(inner, flags...)
 		inner = append(inner, "--flags", "waitable", m+batchScriptPath)
-		d.InitialProgram = inner
+		d.InitialProgram = recordingStatus(m, inner)
 		return d, nil
 	}
 
@@ -539,7 +556,7 @@ func fluxScriptData(mc *fluxv1alpha2.MiniCluster, i int, in Inputs) (fluxScript,
 
 	if c.Launcher {
 		inner = append(inner, job...)
-		d.InitialProgram = inner
+		d.InitialProgram = recordingStatus(m, inner)
 		return d, nil
 	}
 	submit := []string{"flux", "submit"}
@@ -559,8 +576,14 @@ func fluxScriptData(mc *fluxv1alpha2.MiniCluster, i int, in Inputs) (fluxScript,
 	inner = append(inner, flags...)
 	inner = append(inner, "--quiet", "--watch")
 	inner = append(inner, job...)
-	d.InitialProgram = inner
+	d.InitialProgram = recordingStatus(m, inner)
 	return d, nil
+}
+
+// recordingStatus returns the initial program that runs job and keeps its exit status in the
+// pod's volume under mount path m (recordStatus).
+func recordingStatus(m string, job []string) []string {
+	return append([]string{"bash", "-c", recordStatus, "fluxfed-job", m + jobStatusPath}, job...)
 }
 
 // brokerOptions are the options of flux start shared by every broker of the MiniCluster.

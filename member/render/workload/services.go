@@ -93,7 +93,7 @@ func Services(mc *fluxv1alpha2.MiniCluster) (*batchv1ac.JobApplyConfiguration, e
 		WithCompletionMode(batchv1.NonIndexedCompletion).
 		WithCompletions(1).
 		WithParallelism(1).
-		WithBackoffLimit(backoffLimit(mc)).
+		WithBackoffLimit(mc.BackoffLimit()).
 		WithTemplate(corev1ac.PodTemplateSpec().
 			WithLabels(podLabels(mc)).
 			WithSpec(podSpec))

@@ -56,10 +56,6 @@ const (
 	DefaultViewImage = "ghcr.io/converged-computing/flux-view-rocky:tag-9"
 	// DefaultViewName is spec.flux.container.name when it is empty.
 	DefaultViewName = "flux-view"
-	// DefaultBackoffLimit replaces a spec.backoffLimit of 0, which cannot be told apart from
-	// unset; it is the Flux Operator's default. A broker that cannot reach its parent yet exits
-	// and is restarted, so a MiniCluster needs room for several failures while it starts.
-	DefaultBackoffLimit = 100
 )
 
 // Names of the volumes fluxfed adds to the pods. Volume names of the spec must not use them.
@@ -132,7 +128,7 @@ func Job(mc *fluxv1alpha2.MiniCluster, in Inputs) (*batchv1ac.JobApplyConfigurat
 		WithCompletionMode(batchv1.IndexedCompletion).
 		WithCompletions(size).
 		WithParallelism(size).
-		WithBackoffLimit(backoffLimit(mc)).
+		WithBackoffLimit(mc.BackoffLimit()).
 		// A replacement broker pod has the same hostname, and so the same rank, as the one it
 		// replaces: it starts only once that one is gone, so that two brokers never claim a rank.
 		WithPodReplacementPolicy(batchv1.Failed).
@@ -160,13 +156,6 @@ func fluxContainerName(mc *fluxv1alpha2.MiniCluster) string {
 		}
 	}
 	return mc.Name
-}
-
-func backoffLimit(mc *fluxv1alpha2.MiniCluster) int32 {
-	if mc.Spec.BackoffLimit > 0 {
-		return mc.Spec.BackoffLimit
-	}
-	return DefaultBackoffLimit
 }
 
 // podLabels are the labels of every pod of the MiniCluster: spec.pod.labels, and the selector
