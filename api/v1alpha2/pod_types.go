@@ -14,7 +14,9 @@ type MiniClusterPod struct {
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`
 
-	// restartPolicy of the pods. Pods of a Job cannot use Always.
+	// restartPolicy of the pods. Pods of a Job cannot use Always. Unset, the broker pods use
+	// Never, so that a failed job fails the MiniCluster at once (docs/minicluster.md), and the
+	// services pod OnFailure.
 	// +optional
 	RestartPolicy RestartPolicy `json:"restartPolicy,omitempty"`
 

@@ -61,6 +61,9 @@ func appContainer(mc *fluxv1alpha2.MiniCluster, i int) (*corev1ac.ContainerApply
 		c.WithVolumeMounts(corev1ac.VolumeMount().WithName(VolumeMunge).WithMountPath(mungeMountPath).WithReadOnly(true))
 	}
 	c.WithVolumeMounts(volumeMounts(spec)...)
+	// The entrypoints write why they ended as the termination message; a container that ends
+	// otherwise shows the end of its log.
+	c.WithTerminationMessagePolicy(corev1.TerminationMessageFallbackToLogsOnError)
 	return c, nil
 }
 

@@ -66,7 +66,7 @@ func Services(mc *fluxv1alpha2.MiniCluster) (*batchv1ac.JobApplyConfiguration, e
 	podSpec := corev1ac.PodSpec().
 		WithHostname(name).
 		WithSubdomain(mc.HeadlessName())
-	if err := podOptions(mc, podSpec); err != nil {
+	if err := podOptions(mc, podSpec, true); err != nil {
 		return nil, err
 	}
 	if na := nodeAffinity(mc); na != nil {

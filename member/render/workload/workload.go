@@ -139,6 +139,7 @@ func Job(mc *fluxv1alpha2.MiniCluster, in Inputs) (*batchv1ac.JobApplyConfigurat
 	if spec.DeadlineSeconds > 0 {
 		jobSpec.WithActiveDeadlineSeconds(spec.DeadlineSeconds)
 	}
+	endWithTheLead(mc, jobSpec)
 
 	job := batchv1ac.Job(names.JobName(mc), mc.Namespace).
 		WithLabels(merge(spec.JobLabels, names.SelectorLabels(mc))).
@@ -147,6 +148,41 @@ func Job(mc *fluxv1alpha2.MiniCluster, in Inputs) (*batchv1ac.JobApplyConfigurat
 		job.WithAnnotations(in.JobAnnotations)
 	}
 	return job, nil
+}
+
+// endWithTheLead makes the Job end as the lead broker's work does (docs/minicluster.md, "How a
+// MiniCluster ends"):
+//   - with restartPolicy Never (the default), a Flux container that exits with a status other
+//     than 0 fails the Job at once (podFailurePolicy FailJob): the lead's job failed, or it was
+//     stopped, or a broker could not be set up; a follower ends with 0 when it is stopped;
+//   - the Job succeeds when the lead's pod (index 0) does, and its remaining pods stop
+//     (successPolicy): a follower that missed the instance's shutdown does not keep the
+//     MiniCluster running.
+//
+// A burst child has no lead: it ends when its followers do. pod.restartPolicy OnFailure keeps
+// the kubelet restarting containers; Kubernetes admits no podFailurePolicy with it.
+func endWithTheLead(mc *fluxv1alpha2.MiniCluster, jobSpec *batchv1ac.JobSpecApplyConfiguration) {
+	if restartPolicy(mc) == corev1.RestartPolicyNever {
+		jobSpec.WithPodFailurePolicy(batchv1ac.PodFailurePolicy().WithRules(
+			batchv1ac.PodFailurePolicyRule().
+				WithAction(batchv1.PodFailurePolicyActionFailJob).
+				WithOnExitCodes(batchv1ac.PodFailurePolicyOnExitCodesRequirement().
+					WithContainerName(fluxContainerName(mc)).
+					WithOperator(batchv1.PodFailurePolicyOnExitCodesOpNotIn).
+					WithValues(0))))
+	}
+	if !mc.IsBurstChild() {
+		jobSpec.WithSuccessPolicy(batchv1ac.SuccessPolicy().WithRules(
+			batchv1ac.SuccessPolicyRule().WithSucceededIndexes("0")))
+	}
+}
+
+// restartPolicy is pod.restartPolicy, Never when unset.
+func restartPolicy(mc *fluxv1alpha2.MiniCluster) corev1.RestartPolicy {
+	if p := mc.Spec.Pod.RestartPolicy; p != "" {
+		return corev1.RestartPolicy(p)
+	}
+	return corev1.RestartPolicyNever
 }
 
 func fluxContainerName(mc *fluxv1alpha2.MiniCluster) string {
@@ -185,7 +221,7 @@ func brokerPodSpec(mc *fluxv1alpha2.MiniCluster) (*corev1ac.PodSpecApplyConfigur
 		return nil, err
 	}
 	podSpec := corev1ac.PodSpec().WithSubdomain(mc.HeadlessName())
-	if err := podOptions(mc, podSpec); err != nil {
+	if err := podOptions(mc, podSpec, false); err != nil {
 		return nil, err
 	}
 	if !spec.Network.DisableAffinity {
@@ -236,11 +272,13 @@ func brokerPodSpec(mc *fluxv1alpha2.MiniCluster) (*corev1ac.PodSpecApplyConfigur
 
 // podOptions applies spec.pod (and spec.resourceClaims) to a pod spec; they hold for every pod
 // of the MiniCluster, the services pod included.
-func podOptions(mc *fluxv1alpha2.MiniCluster, podSpec *corev1ac.PodSpecApplyConfiguration) error {
+func podOptions(mc *fluxv1alpha2.MiniCluster, podSpec *corev1ac.PodSpecApplyConfiguration, services bool) error {
 	pod := &mc.Spec.Pod
-	podSpec.WithRestartPolicy(corev1.RestartPolicyOnFailure)
-	if pod.RestartPolicy != "" {
-		podSpec.WithRestartPolicy(corev1.RestartPolicy(pod.RestartPolicy))
+	podSpec.WithRestartPolicy(restartPolicy(mc))
+	if pod.RestartPolicy == "" && services {
+		// The services keep the Flux Operator's default: the kubelet restarts a service that
+		// fails.
+		podSpec.WithRestartPolicy(corev1.RestartPolicyOnFailure)
 	}
 	// Set even when false: the API server's default would mount the token.
 	podSpec.WithAutomountServiceAccountToken(pod.AutomountServiceAccountToken)

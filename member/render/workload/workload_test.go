@@ -146,7 +146,7 @@ func TestJob(t *testing.T) {
 				require.Equal(t, int64(31500000), *job.Spec.ActiveDeadlineSeconds)
 				require.Equal(t, "flux-service", job.Spec.Template.Spec.Subdomain)
 				require.Equal(t, map[string]string{fluxv1alpha2.LabelMiniCluster: "lammps"}, job.Spec.Template.Labels)
-				require.Equal(t, corev1.RestartPolicyOnFailure, job.Spec.Template.Spec.RestartPolicy)
+				require.Equal(t, corev1.RestartPolicyNever, job.Spec.Template.Spec.RestartPolicy)
 				require.False(t, *job.Spec.Template.Spec.AutomountServiceAccountToken)
 			},
 		},
