@@ -69,7 +69,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch
-// +kubebuilder:rbac:groups="",resources=pods,verbs=deletecollection
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;deletecollection
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Setup registers the MiniCluster reconciler with the manager. The manager's cache must be
@@ -154,6 +154,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	obs, err := r.reconcileObjects(ctx, mc)
+	if err == nil {
+		// Read before spec.cleanup deletes the pods.
+		obs.lead, err = r.readLeadEnd(ctx, mc, obs.job)
+	}
 	if err == nil {
 		err = r.cleanupPods(ctx, mc, obs)
 	}

@@ -25,6 +25,9 @@ var memberConditions = []string{fluxv1alpha2.ConditionReady, fluxv1alpha2.Condit
 type observation struct {
 	// job is the indexed Job as last read or applied; nil when it does not exist.
 	job *batchv1.Job
+	// lead is how the lead broker's container ended, once the Job has; nil before, for a burst
+	// child, or when its pod is gone.
+	lead *leadEnd
 	// hostlist is the global rank-ordered hostlist, empty when the spec could not be rendered.
 	hostlist string
 	// events are what the reconcile did that the user must hear about, recorded once the
@@ -70,12 +73,31 @@ func computeStatus(mc *fluxv1alpha2.MiniCluster, obs observation, err error, now
 	if job != nil {
 		jobFailed = jobCondition(job, batchv1.JobFailed)
 	}
+	// The lead's job decides how the MiniCluster ended. With pod.restartPolicy OnFailure the
+	// Job completes after a failed job too: the lead's container restarted, found the job's
+	// status and ended with 0.
+	failedJob := ""
+	if status, ok := obs.lead.jobStatusIfAny(); ok && status != 0 && complete {
+		complete = false
+		failedJob = obs.lead.describe()
+	}
+	ended := func(conditionType, reason, fallback string) string {
+		if obs.lead != nil {
+			return obs.lead.describe()
+		}
+		// The lead's pod is gone (spec.cleanup): what was read while it existed stays.
+		if c := meta.FindStatusCondition(mc.Status.Conditions, conditionType); c != nil &&
+			c.Status == metav1.ConditionTrue && c.Reason == reason {
+			return c.Message
+		}
+		return fallback
+	}
 
 	var wait *waitError
 	switch {
 	case complete:
 		set(fluxv1alpha2.ConditionReady, metav1.ConditionFalse, fluxv1alpha2.ReasonJobComplete, "the broker Job completed; its pods have finished")
-	case jobFailed != nil:
+	case jobFailed != nil || failedJob != "":
 		set(fluxv1alpha2.ConditionReady, metav1.ConditionFalse, fluxv1alpha2.ReasonJobFailed, "the broker Job failed")
 	case errors.As(err, &wait):
 		// Running brokers may be ready, but nothing of the MiniCluster is applied until the wait
@@ -90,7 +112,8 @@ func computeStatus(mc *fluxv1alpha2.MiniCluster, obs observation, err error, now
 	}
 
 	if complete {
-		set(fluxv1alpha2.ConditionComplete, metav1.ConditionTrue, fluxv1alpha2.ReasonJobComplete, "the lead broker finished its work")
+		set(fluxv1alpha2.ConditionComplete, metav1.ConditionTrue, fluxv1alpha2.ReasonJobComplete,
+			ended(fluxv1alpha2.ConditionComplete, fluxv1alpha2.ReasonJobComplete, "the lead broker finished its work"))
 	} else {
 		set(fluxv1alpha2.ConditionComplete, metav1.ConditionFalse, fluxv1alpha2.ReasonJobRunning, "the broker Job has not finished")
 	}
@@ -98,9 +121,12 @@ func computeStatus(mc *fluxv1alpha2.MiniCluster, obs observation, err error, now
 	switch reason, message, failed := failureOf(err); {
 	case failed:
 		set(fluxv1alpha2.ConditionFailed, metav1.ConditionTrue, reason, message)
+	case failedJob != "":
+		set(fluxv1alpha2.ConditionFailed, metav1.ConditionTrue, fluxv1alpha2.ReasonJobFailed, failedJob)
 	case jobFailed != nil:
 		set(fluxv1alpha2.ConditionFailed, metav1.ConditionTrue, fluxv1alpha2.ReasonJobFailed,
-			fmt.Sprintf("the broker Job failed (%s): %s", jobFailed.Reason, jobFailed.Message))
+			ended(fluxv1alpha2.ConditionFailed, fluxv1alpha2.ReasonJobFailed,
+				fmt.Sprintf("the broker Job failed (%s): %s", jobFailed.Reason, jobFailed.Message)))
 	default:
 		set(fluxv1alpha2.ConditionFailed, metav1.ConditionFalse, fluxv1alpha2.ReasonJobRunning, "no failure observed")
 	}

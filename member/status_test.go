@@ -147,6 +147,67 @@ func TestComputeStatus(t *testing.T) {
 			wantMsg: map[string]string{fluxv1alpha2.ConditionFailed: "spec.flux.topology: kary:2 puts rank 3 under rank 1"},
 		},
 		{
+			name:     "the lead's job succeeded",
+			wantSize: 2,
+			mc:       sample().Size(2).Obj(),
+			obs: observation{job: job(2, 0, batchv1.JobCondition{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}),
+				lead: &leadEnd{pod: "flux-sample-0-abcde", message: "the job exited with status 0"}},
+			want: map[string]cond{
+				fluxv1alpha2.ConditionComplete: {metav1.ConditionTrue, fluxv1alpha2.ReasonJobComplete},
+				fluxv1alpha2.ConditionFailed:   {metav1.ConditionFalse, fluxv1alpha2.ReasonJobRunning},
+			},
+			wantMsg: map[string]string{fluxv1alpha2.ConditionComplete: "the job exited with status 0 (pod flux-sample-0-abcde, exit code 0)"},
+		},
+		{
+			name:     "the lead's job failed: the pod failure policy failed the Job",
+			wantSize: 2,
+			mc:       sample().Size(2).Obj(),
+			obs: observation{job: job(2, 0, batchv1.JobCondition{Type: batchv1.JobFailed, Status: corev1.ConditionTrue,
+				Reason: "PodFailurePolicy", Message: "Container flux-sample of pod hpc/flux-sample-0-abcde failed with exit code 3"}),
+				lead: &leadEnd{pod: "flux-sample-0-abcde", exitCode: 3, message: "the job exited with status 3"}},
+			want: map[string]cond{
+				fluxv1alpha2.ConditionReady:    {metav1.ConditionFalse, fluxv1alpha2.ReasonJobFailed},
+				fluxv1alpha2.ConditionComplete: {metav1.ConditionFalse, fluxv1alpha2.ReasonJobRunning},
+				fluxv1alpha2.ConditionFailed:   {metav1.ConditionTrue, fluxv1alpha2.ReasonJobFailed},
+			},
+			wantMsg: map[string]string{fluxv1alpha2.ConditionFailed: "the job exited with status 3 (pod flux-sample-0-abcde, exit code 3)"},
+		},
+		{
+			name:     "the lead's job failed under restartPolicy OnFailure: the Job completed after the restart",
+			wantSize: 2,
+			mc:       sample().Size(2).Obj(),
+			obs: observation{job: job(2, 0, batchv1.JobCondition{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}),
+				lead: &leadEnd{pod: "flux-sample-0-abcde", message: "the job exited with status 3"}},
+			want: map[string]cond{
+				fluxv1alpha2.ConditionReady:    {metav1.ConditionFalse, fluxv1alpha2.ReasonJobFailed},
+				fluxv1alpha2.ConditionComplete: {metav1.ConditionFalse, fluxv1alpha2.ReasonJobRunning},
+				fluxv1alpha2.ConditionFailed:   {metav1.ConditionTrue, fluxv1alpha2.ReasonJobFailed},
+			},
+			wantMsg: map[string]string{fluxv1alpha2.ConditionFailed: "the job exited with status 3 (pod flux-sample-0-abcde, exit code 0)"},
+		},
+		{
+			name:     "the lead was stopped before its job ended",
+			wantSize: 2,
+			mc:       sample().Size(2).Obj(),
+			obs: observation{job: job(2, 0, batchv1.JobCondition{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "PodFailurePolicy"}),
+				lead: &leadEnd{pod: "flux-sample-0-abcde", exitCode: 143, message: "the lead broker was stopped before its job ended (status 143)"}},
+			want:    map[string]cond{fluxv1alpha2.ConditionFailed: {metav1.ConditionTrue, fluxv1alpha2.ReasonJobFailed}},
+			wantMsg: map[string]string{fluxv1alpha2.ConditionFailed: "the lead broker was stopped before its job ended (status 143) (pod flux-sample-0-abcde, exit code 143)"},
+		},
+		{
+			name:     "the lead's pod is gone: what was read stays",
+			wantSize: 2,
+			mc: func() *fluxv1alpha2.MiniCluster {
+				mc := sample().Size(2).Obj()
+				mc.Status.Conditions = []metav1.Condition{{Type: fluxv1alpha2.ConditionComplete, Status: metav1.ConditionTrue,
+					Reason: fluxv1alpha2.ReasonJobComplete, Message: "the job exited with status 0 (pod flux-sample-0-abcde, exit code 0)"}}
+				return mc
+			}(),
+			obs:     observation{job: job(2, 0, batchv1.JobCondition{Type: batchv1.JobComplete, Status: corev1.ConditionTrue})},
+			want:    map[string]cond{fluxv1alpha2.ConditionComplete: {metav1.ConditionTrue, fluxv1alpha2.ReasonJobComplete}},
+			wantMsg: map[string]string{fluxv1alpha2.ConditionComplete: "the job exited with status 0 (pod flux-sample-0-abcde, exit code 0)"},
+		},
+		{
 			name: "an object of someone else",
 			mc:   sample().Size(2).Obj(),
 			err: &apply.Refusal{Reason: fluxv1alpha2.ReasonConflict, Object: "Service hpc/flux-sample",
