@@ -90,10 +90,33 @@ func (s sandbox) provision(t *testing.T, script string) string {
 	return out
 }
 
-// provisioner returns the provisioner script reading the sandbox's config and curve directories.
+// provisioner returns the provisioner script reading the sandbox's config and curve directories,
+// and, with the view, the sandbox's stand-in of the flux view image (see image).
 func (s sandbox) provisioner(script string) string {
 	script = strings.Replace(script, "\nconfig_dir="+Quote(names.ConfigMountPath)+"\n", "\nconfig_dir="+Quote(s.config)+"\n", 1)
+	script = strings.Replace(script, "\nimage_view=/opt/view\n", "\nimage_view="+Quote(s.imageView())+"\n", 1)
+	script = strings.Replace(script, "\nimage_software=/opt/software\n", "\nimage_software="+Quote(filepath.Join(s.root, "image", "software"))+"\n", 1)
 	return strings.Replace(script, "\ncurve_dir="+Quote(names.CurveMountPath)+"\n", "\ncurve_dir="+Quote(s.curve)+"\n", 1)
+}
+
+// imageView is where the sandbox's flux view image keeps its view, standing in for /opt/view.
+// The image has no /opt/software: the entrypoints would copy it to the container's own
+// /opt/software, outside the sandbox.
+func (s sandbox) imageView() string { return filepath.Join(s.root, "image", "view") }
+
+// image fills the stand-in of the flux view image's view with files (path: content) and
+// symbolic links (path: "-> target").
+func (s sandbox) image(t *testing.T, files map[string]string) {
+	t.Helper()
+	for p, content := range files {
+		file := filepath.Join(s.imageView(), p)
+		require.NoError(t, os.MkdirAll(filepath.Dir(file), 0o755))
+		if target, ok := strings.CutPrefix(content, "-> "); ok {
+			require.NoError(t, os.Symlink(target, file))
+			continue
+		}
+		require.NoError(t, os.WriteFile(file, []byte(content), 0o755))
+	}
 }
 
 func (s sandbox) run(t *testing.T, shell, script string, env []string) (string, error) {
@@ -186,6 +209,29 @@ func TestProvisionerRuns(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, os.FileMode(0o700), dir.Mode().Perm())
 	require.Contains(t, read("flux-view.sh"), "export fluxsocket=")
+}
+
+// TestProvisionerCopiesTheView runs the provisioner of a MiniCluster that uses the flux view,
+// with the sandbox's stand-in of the flux view image: the view arrives in the shared volume with
+// its symbolic links as they are.
+func TestProvisionerCopiesTheView(t *testing.T) {
+	s := newSandbox(t, "view-0")
+	s.image(t, map[string]string{
+		"bin/flux-real":          "#!/bin/sh\n",
+		"bin/flux":               "-> flux-real",
+		"etc/flux/rc1.d/01-test": "#!/bin/sh\n",
+	})
+	mc := s.miniCluster("view", func(spec *fluxv1alpha2.MiniClusterSpec) { spec.Flux.Container.Disable = false })
+	got, err := Render(mc, Inputs{Hostlist: "view-0", Quorum: 1})
+	require.NoError(t, err)
+	s.provision(t, got[ProvisionerKey])
+
+	link, err := os.Readlink(filepath.Join(s.mount, "view/bin/flux"))
+	require.NoError(t, err)
+	require.Equal(t, "flux-real", link)
+	require.FileExists(t, filepath.Join(s.mount, "view/etc/flux/rc1.d/01-test"))
+	require.FileExists(t, filepath.Join(s.mount, "view/etc/flux/config/broker.toml"))
+	require.NoDirExists(t, filepath.Join(s.mount, "software"), "the image has no software")
 }
 
 func TestLeadBrokerRuns(t *testing.T) {
