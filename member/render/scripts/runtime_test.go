@@ -199,9 +199,12 @@ func TestProvisionerRuns(t *testing.T) {
 	require.Equal(t, "run-[0-1]", read("view/etc/flux/system/hostlist"))
 	require.Contains(t, read("curve/curve.cert"), secretKey)
 	require.NoFileExists(t, filepath.Join(s.mount, "view/etc/flux/config/old.toml"))
-	for _, d := range []string{"view/etc/flux/system/cron.d", "view/run/flux", "view/var/lib/flux", "fluxfed"} {
+	for _, d := range []string{"view/etc/flux/system", "view/run/flux", "view/var/lib/flux", "fluxfed"} {
 		require.DirExists(t, filepath.Join(s.mount, d))
 	}
+	cron, err := os.ReadDir(filepath.Join(s.mount, "fluxfed/cron.d"))
+	require.NoError(t, err)
+	require.Empty(t, cron, "the brokers' cron directory starts empty")
 	cert, err := os.Stat(filepath.Join(s.mount, "curve/curve.cert"))
 	require.NoError(t, err)
 	require.Equal(t, os.FileMode(0o400), cert.Mode().Perm())
@@ -232,6 +235,47 @@ func TestProvisionerCopiesTheView(t *testing.T) {
 	require.FileExists(t, filepath.Join(s.mount, "view/etc/flux/rc1.d/01-test"))
 	require.FileExists(t, filepath.Join(s.mount, "view/etc/flux/config/broker.toml"))
 	require.NoDirExists(t, filepath.Join(s.mount, "software"), "the image has no software")
+}
+
+// TestCronDirectoryIsEmpty runs the provisioner with a flux view that holds flux-core's
+// kvs-backup.cron, as the flux view images do, then the lead broker's entrypoint: the broker's
+// cron.directory must exist and hold no crontab, after a restart of the init container too.
+func TestCronDirectoryIsEmpty(t *testing.T) {
+	s := newSandbox(t, "cron-0")
+	s.image(t, map[string]string{
+		"etc/flux/system/cron.d/kvs-backup.cron": "0 3 * * * flux dump\n",
+	})
+	mc := s.miniCluster("cron", func(spec *fluxv1alpha2.MiniClusterSpec) {
+		spec.Flux.Container.Disable = false
+		spec.Interactive = true
+	})
+	got, err := Render(mc, Inputs{Hostlist: "cron-0", Quorum: 1})
+	require.NoError(t, err)
+	s.provision(t, got[ProvisionerKey])
+	// A crontab left in fluxfed's directory by an earlier run of the pod is gone when the init
+	// container runs again.
+	left := filepath.Join(s.mount, "fluxfed/cron.d/left.cron")
+	require.NoError(t, os.MkdirAll(filepath.Dir(left), 0o755))
+	require.NoError(t, os.WriteFile(left, nil, 0o644))
+	s.provision(t, got[ProvisionerKey])
+
+	out, err := s.run(t, "bash", got["container-cron.sh"], []string{"JOB_COMPLETION_INDEX=0"})
+	require.NoError(t, err, out)
+	calls := s.starts(t)
+	require.Len(t, calls, 1, out)
+	var dir string
+	for _, arg := range calls[0] {
+		if v, ok := strings.CutPrefix(arg, "-Scron.directory="); ok {
+			dir = v
+		}
+	}
+	require.NotEmpty(t, dir, "no -Scron.directory in %q", calls[0])
+	// flux-core loads every file of the directory as a crontab: there must be none.
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err, "the cron directory must exist")
+	require.Empty(t, entries, "the cron directory %s", dir)
+	// The view keeps flux-core's file; the broker is not pointed at it.
+	require.FileExists(t, filepath.Join(s.mount, "view/etc/flux/system/cron.d/kvs-backup.cron"))
 }
 
 func TestLeadBrokerRuns(t *testing.T) {

@@ -430,6 +430,10 @@ type fluxScript struct {
 const (
 	jobScriptPath   = "/fluxfed/job-script"
 	batchScriptPath = "/fluxfed/batch.sh"
+	// cronDirPath is the brokers' cron.directory, which the provisioner creates empty. It is
+	// not the view's etc/flux/system/cron.d: flux-core installs kvs-backup.cron there, a
+	// nightly flux dump of the KVS that nobody asked for.
+	cronDirPath = "/fluxfed/cron.d"
 )
 
 func fluxScriptData(mc *fluxv1alpha2.MiniCluster, i int, in Inputs) (fluxScript, error) {
@@ -571,7 +575,7 @@ func brokerOptions(mc *fluxv1alpha2.MiniCluster, m string, in Inputs) []string {
 		// The config path goes to the broker through -o, which every flux start accepts (its own
 		// -c is recent); -o splits its value at commas, hence no comma in the mount path.
 		"-o", "--config-path=" + root + "/etc/flux/config",
-		"-Scron.directory=" + root + "/etc/flux/system/cron.d",
+		"-Scron.directory=" + m + cronDirPath,
 		"-Sstatedir=" + root + "/var/lib/flux",
 	}
 	if !spec.Flux.DisableSocket {
