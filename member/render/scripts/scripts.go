@@ -43,6 +43,7 @@ import (
 	"strconv"
 	"strings"
 	"text/template"
+	"unicode"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/hostlist"
@@ -270,6 +271,13 @@ func checkInputs(mc *fluxv1alpha2.MiniCluster, in Inputs) error {
 	// options at commas.
 	if strings.Contains(MountPath(mc), ",") {
 		return fmt.Errorf("spec.flux.container.mountPath %q: a comma cannot be passed to the broker", MountPath(mc))
+	}
+	// The schema refuses white space in the mount path too; a MiniCluster stored before it did
+	// would start a lead broker whose rc1 fails, and restarts, forever: flux-core loads the
+	// crontabs of the cron directory (under the mount path) with a shell command that splits
+	// their paths at blanks.
+	if strings.ContainsFunc(MountPath(mc), unicode.IsSpace) {
+		return fmt.Errorf("spec.flux.container.mountPath %q: Flux's startup scripts split paths at white space", MountPath(mc))
 	}
 	if strings.Contains(mc.Spec.Archive.Path, ",") {
 		return fmt.Errorf("spec.archive.path %q: a comma cannot be passed to the broker", mc.Spec.Archive.Path)

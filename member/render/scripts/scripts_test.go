@@ -433,6 +433,18 @@ func TestRenderErrors(t *testing.T) {
 		{name: "comma in the mount path", mutate: func(mc *fluxv1alpha2.MiniCluster, _ *Inputs) {
 			mc.Spec.Flux.Container.MountPath = "/mnt/a,b"
 		}, wantErr: "comma"},
+		{name: "space in the mount path", mutate: func(mc *fluxv1alpha2.MiniCluster, _ *Inputs) {
+			mc.Spec.Flux.Container.MountPath = "/mnt/a b"
+		}, wantErr: "white space"},
+		{name: "no-break space in the mount path", mutate: func(mc *fluxv1alpha2.MiniCluster, _ *Inputs) {
+			mc.Spec.Flux.Container.MountPath = "/mnt/a\u00a0b"
+		}, wantErr: "white space"},
+		{name: "ideographic space in the mount path", mutate: func(mc *fluxv1alpha2.MiniCluster, _ *Inputs) {
+			mc.Spec.Flux.Container.MountPath = "/mnt/a\u3000b"
+		}, wantErr: "white space"},
+		{name: "tab in the mount path", mutate: func(mc *fluxv1alpha2.MiniCluster, _ *Inputs) {
+			mc.Spec.Flux.Container.MountPath = "/mnt/a\tb"
+		}, wantErr: "white space"},
 		{name: "comma in the archive path", mutate: func(mc *fluxv1alpha2.MiniCluster, _ *Inputs) {
 			mc.Spec.Archive.Path = "/state/a,b.tar"
 		}, wantErr: "comma"},
