@@ -22,7 +22,8 @@ import (
 
 // fakeFlux answers "flux R encode" with a small R naming the hosts, and records the arguments
 // of every "flux start" in $FAKE_FLUX_LOG (the number of words, then the words, each followed by
-// a NUL, so that any word survives), exiting with $FAKE_FLUX_RC.
+// a NUL, so that any word survives), exiting with $FAKE_FLUX_RC. With $FAKE_FLUX_ENV set, flux
+// start also writes its environment there, NAME=VALUE each followed by a NUL.
 const fakeFlux = `#!/bin/bash
 case "$1" in
 R)
@@ -33,6 +34,9 @@ R)
 start)
 	shift
 	printf '%s\0' "$#" "$@" >>"$FAKE_FLUX_LOG"
+	if [ -n "${FAKE_FLUX_ENV-}" ]; then
+		for n in $(compgen -e); do printf '%s=%s\0' "$n" "${!n}"; done >"$FAKE_FLUX_ENV"
+	fi
 	exit "${FAKE_FLUX_RC:-0}"
 	;;
 *)

@@ -339,8 +339,11 @@ func newCommon(mc *fluxv1alpha2.MiniCluster, container string, hooks ...hook) co
 type view struct {
 	// Sidecar is set for a container that does not run Flux, where a view that cannot be
 	// staged is a warning instead of an error.
-	Sidecar    bool
-	View       bool
+	Sidecar bool
+	View    bool
+	// Fluxion is false with flux.scheduler.simple: the view's Fluxion modules and commands are
+	// still found, but its rc and modprobe files, which would load it, are not.
+	Fluxion    bool
 	MountPath  string
 	ViewRoot   string
 	PythonPath string
@@ -350,6 +353,7 @@ func newView(mc *fluxv1alpha2.MiniCluster) view {
 	m := MountPath(mc)
 	return view{
 		View:       !mc.Spec.Flux.Container.Disable,
+		Fluxion:    !mc.Spec.Flux.Scheduler.Simple,
 		MountPath:  m,
 		ViewRoot:   m + "/view",
 		PythonPath: mc.Spec.Flux.Container.PythonPath,
