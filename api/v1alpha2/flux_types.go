@@ -166,11 +166,14 @@ type FluxView struct {
 	PythonPath string `json:"pythonPath,omitempty"`
 
 	// mountPath is where the view is mounted in the application container; its bin directory
-	// is added to PATH. An absolute path other than /, without commas.
+	// is added to PATH. An absolute path other than /, without commas or white space: Flux
+	// splits broker options at commas, and its rc1 loads the crontabs of the broker's cron
+	// directory, which lies under mountPath, with a shell command that does not quote their
+	// paths.
 	// +optional
 	// +kubebuilder:default="/mnt/flux"
 	// +kubebuilder:validation:MaxLength=4096
-	// +kubebuilder:validation:XValidation:rule=`self.matches('^(/([^/.\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}][^/\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]*|[.]([^/.\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}][^/\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]*)?|[.][.][^/\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]+)?)+$') && !self.contains(',') && self.matches('[^/]')`,message="mountPath must be an absolute path (starting with /) of printable characters: no control characters such as newline, tab or NUL, no invisible formatting characters such as bidirectional overrides, no .. elements and no commas (Flux splits broker options at commas); / alone is not allowed"
+	// +kubebuilder:validation:XValidation:rule=`self.matches('^(/([^/.\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}][^/\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]*|[.]([^/.\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}][^/\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]*)?|[.][.][^/\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]+)?)+$') && !self.contains(',') && !self.matches('\\p{Z}') && self.matches('[^/]')`,message="mountPath must be an absolute path (starting with /) of printable characters other than white space: no spaces of any kind (no-break and ideographic spaces included), no control characters such as newline, tab or NUL, no invisible formatting characters such as bidirectional overrides, no .. elements and no commas (Flux splits broker options at commas, and its startup scripts split the path at white space); / alone is not allowed"
 	MountPath string `json:"mountPath,omitempty"`
 
 	// resources of the init container. Give cpu and memory requests equal to the limits, here

@@ -36,8 +36,9 @@ func (c HostileCase) ObjectName() string {
 	return "hostile-" + strings.NewReplacer(" ", "-", "(", "", ")", "", "'", "", ".", "", ",", "").Replace(strings.ToLower(c.Name))
 }
 
-// yq returns s as a YAML double-quoted scalar, every control character escaped, so that each
-// survives the trip through the YAML of a case (YAML reads a raw NEL as a line break, for one).
+// yq returns s as a YAML double-quoted scalar, every control character and every white space
+// but the plain space escaped, so that each survives the trip through the YAML of a case (YAML
+// reads a raw NEL or line separator as a line break, for one).
 func yq(s string) string {
 	var b strings.Builder
 	b.WriteByte('"')
@@ -46,7 +47,7 @@ func yq(s string) string {
 		case r == '"' || r == '\\':
 			b.WriteByte('\\')
 			b.WriteRune(r)
-		case unicode.IsControl(r) || r == 0x2028 || r == 0x2029:
+		case unicode.IsControl(r) || unicode.IsSpace(r) && r != ' ':
 			fmt.Fprintf(&b, `\u%04X`, r)
 		default:
 			b.WriteRune(r)
@@ -58,6 +59,10 @@ func yq(s string) string {
 
 // canary is a command line that creates the canary file.
 const canary = `touch "$` + CanaryVar + `"`
+
+// blanklessCanary is canary without a blank, for fields that refuse white space: the shell's
+// ${IFS} stands for the space.
+const blanklessCanary = `touch${IFS}"$` + CanaryVar + `"`
 
 // HostileSpecs returns the hostile specs: paths with control and formatting characters, relative
 // paths, '..', shell syntax, huge values and names that try to end a quote, a comment or a
@@ -88,6 +93,7 @@ func HostileSpecs() []HostileCase {
 
 	const (
 		absolute = "must be an absolute path (starting with /) of printable characters"
+		blank    = "printable characters other than white space"
 		mount    = "spec.flux.container.mountPath"
 		tooLong  = "Too long: may not be more than 4096 bytes"
 	)
@@ -96,7 +102,18 @@ func HostileSpecs() []HostileCase {
 		// The mount path of the flux view reaches every script, broker.toml and the pod.
 		{Name: "mountPath newline then a command", Spec: mountPath("/mnt/flux\n" + canary), Field: mount, Message: absolute},
 		{Name: "mountPath carriage return", Spec: mountPath("/mnt/flux\r" + canary), Field: mount, Message: absolute},
-		{Name: "mountPath tab", Spec: mountPath("/mnt/\tflux"), Field: mount, Message: absolute},
+		{Name: "mountPath tab", Spec: mountPath("/mnt/\tflux"), Field: mount, Message: blank},
+		// Flux's rc1 loads crontabs from a directory under the mount path with a shell command
+		// that splits the path at white space: no kind of blank is accepted.
+		{Name: "mountPath space", Spec: mountPath("/mnt/flux view"), Field: mount, Message: blank},
+		{Name: "mountPath trailing space", Spec: mountPath("/mnt/flux "), Field: mount, Message: blank},
+		{Name: "mountPath space then a command", Spec: mountPath("/mnt/a; " + canary), Field: mount, Message: blank},
+		{Name: "mountPath no-break space", Spec: mountPath("/mnt/flux\u00a0view"), Field: mount, Message: blank},
+		{Name: "mountPath narrow no-break space", Spec: mountPath("/mnt/flux\u202fview"), Field: mount, Message: blank},
+		{Name: "mountPath em space", Spec: mountPath("/mnt/flux\u2003view"), Field: mount, Message: blank},
+		{Name: "mountPath ogham space mark", Spec: mountPath("/mnt/flux\u1680view"), Field: mount, Message: blank},
+		{Name: "mountPath ideographic space", Spec: mountPath("/mnt/flux\u3000view"), Field: mount, Message: blank},
+		{Name: "mountPath paragraph separator", Spec: mountPath("/mnt/flux\u2029view"), Field: mount, Message: blank},
 		{Name: "mountPath NUL", Spec: mountPath("/mnt/flux\x00" + canary), Field: mount, Message: absolute},
 		{Name: "mountPath escape character", Spec: mountPath("/mnt/\x1b[2Jflux"), Field: mount, Message: absolute},
 		{Name: "mountPath DEL", Spec: mountPath("/mnt/flux\x7f"), Field: mount, Message: absolute},
@@ -109,12 +126,13 @@ func HostileSpecs() []HostileCase {
 		{Name: "mountPath root", Spec: mountPath("/"), Field: mount, Message: "/ alone is not allowed"},
 		{Name: "mountPath comma", Spec: mountPath("/mnt/a,b"), Field: mount, Message: "no commas"},
 		{Name: "mountPath huge", Spec: mountPath(huge), Field: mount, Message: tooLong},
-		{Name: "mountPath command substitution", Spec: mountPath("/mnt/$(" + canary + ")")},
-		{Name: "mountPath backticks", Spec: mountPath("/mnt/`" + canary + "`")},
-		{Name: "mountPath single quotes", Spec: mountPath("/mnt/it's'; " + canary + "; '")},
-		{Name: "mountPath double quotes and semicolons", Spec: mountPath(`/mnt/"; ` + canary + `; "`)},
+		{Name: "mountPath command substitution", Spec: mountPath("/mnt/$(" + blanklessCanary + ")")},
+		{Name: "mountPath backticks", Spec: mountPath("/mnt/`" + blanklessCanary + "`")},
+		{Name: "mountPath single quotes", Spec: mountPath("/mnt/it's';" + blanklessCanary + ";'")},
+		{Name: "mountPath double quotes and semicolons", Spec: mountPath(`/mnt/";` + blanklessCanary + `;"`)},
 		{Name: "mountPath glob and variables", Spec: mountPath("/mnt/*/$HOME/${PATH}/~")},
 		{Name: "mountPath unicode letters", Spec: mountPath("/mnt/flüx/データ")},
+		{Name: "mountPath dots dashes and underscores", Spec: mountPath("/mnt/.flux-view_1.2/x..y/")},
 		{Name: "mountPath heredoc delimiter", Spec: mountPath("/mnt/FLUXFED_SCRIPT_EOF")},
 
 		// Other paths of the flux view's init container.

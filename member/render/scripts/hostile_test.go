@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
@@ -77,9 +78,20 @@ func pathPart(v string) string {
 	return "p" + v
 }
 
+// mountPart is pathPart without white space, which Render refuses in the mount path (tested
+// separately).
+func mountPart(v string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsSpace(r) {
+			return '_'
+		}
+		return r
+	}, pathPart(v))
+}
+
 func runHostileValue(t *testing.T, v string) {
 	s := newSandbox(t, "hostile-[0-1]")
-	mount := s.mount + "/" + pathPart(v)
+	mount := s.mount + "/" + mountPart(v)
 	archive := filepath.Join(s.root, "state", pathPart(v))
 	logs := filepath.Join(s.root, "out", pathPart(v))
 	dump := filepath.Join(s.root, "dump")

@@ -22,13 +22,15 @@ import (
 
 // fakeFlux answers "flux R encode" with a small R naming the hosts, and records the arguments
 // of every "flux start" in $FAKE_FLUX_LOG (the number of words, then the words, each followed by
-// a NUL, so that any word survives). A start whose $FAKE_FLUX_RC is set and not 0 is a broker
-// that fails: it exits with that status; the first $FAKE_FLUX_CRASHES starts exit with 1. Otherwise the broker ends as real Flux does, with the
-// exit status of its initial program: the lead's program records the job's status in the file
-// after "fluxfed-job", and the fake stands for a job that exited with $FAKE_JOB_RC (0 when
-// unset); with $FAKE_FLUX_RUN set, it runs the initial program for real. With $FAKE_FLUX_WAIT
-// set, a broker without an initial program (a follower) runs until it gets SIGTERM, then exits
-// with $FAKE_FLUX_WAIT, as a follower broker that is stopped does.
+// a NUL, so that any word survives); with $FAKE_FLUX_ENV set, it also writes its environment
+// there, NAME=VALUE each followed by a NUL. A start whose $FAKE_FLUX_RC is set and not 0 is a
+// broker that fails: it exits with that status; the first $FAKE_FLUX_CRASHES starts exit with
+// 1. Otherwise the broker ends as real Flux does, with the exit status of its initial program:
+// the lead's program records the job's status in the file after "fluxfed-job", and the fake
+// stands for a job that exited with $FAKE_JOB_RC (0 when unset); with $FAKE_FLUX_RUN set, it
+// runs the initial program for real. With $FAKE_FLUX_WAIT set, a broker without an initial
+// program (a follower) runs until it gets SIGTERM, then exits with $FAKE_FLUX_WAIT, as a
+// follower broker that is stopped does.
 const fakeFlux = `#!/bin/bash
 case "$1" in
 R)
@@ -39,6 +41,9 @@ R)
 start)
 	shift
 	printf '%s\0' "$#" "$@" >>"$FAKE_FLUX_LOG"
+	if [ -n "${FAKE_FLUX_ENV-}" ]; then
+		for n in $(compgen -e); do printf '%s=%s\0' "$n" "${!n}"; done >"$FAKE_FLUX_ENV"
+	fi
 	if [ "${FAKE_FLUX_RC:-0}" != 0 ]; then
 		exit "$FAKE_FLUX_RC"
 	fi
@@ -136,10 +141,33 @@ func (s sandbox) provision(t *testing.T, script string) string {
 	return out
 }
 
-// provisioner returns the provisioner script reading the sandbox's config and curve directories.
+// provisioner returns the provisioner script reading the sandbox's config and curve directories,
+// and, with the view, the sandbox's stand-in of the flux view image (see image).
 func (s sandbox) provisioner(script string) string {
 	script = strings.Replace(script, "\nconfig_dir="+Quote(names.ConfigMountPath)+"\n", "\nconfig_dir="+Quote(s.config)+"\n", 1)
+	script = strings.Replace(script, "\nimage_view=/opt/view\n", "\nimage_view="+Quote(s.imageView())+"\n", 1)
+	script = strings.Replace(script, "\nimage_software=/opt/software\n", "\nimage_software="+Quote(filepath.Join(s.root, "image", "software"))+"\n", 1)
 	return strings.Replace(script, "\ncurve_dir="+Quote(names.CurveMountPath)+"\n", "\ncurve_dir="+Quote(s.curve)+"\n", 1)
+}
+
+// imageView is where the sandbox's flux view image keeps its view, standing in for /opt/view.
+// The image has no /opt/software: the entrypoints would copy it to the container's own
+// /opt/software, outside the sandbox.
+func (s sandbox) imageView() string { return filepath.Join(s.root, "image", "view") }
+
+// image fills the stand-in of the flux view image's view with files (path: content) and
+// symbolic links (path: "-> target").
+func (s sandbox) image(t *testing.T, files map[string]string) {
+	t.Helper()
+	for p, content := range files {
+		file := filepath.Join(s.imageView(), p)
+		require.NoError(t, os.MkdirAll(filepath.Dir(file), 0o755))
+		if target, ok := strings.CutPrefix(content, "-> "); ok {
+			require.NoError(t, os.Symlink(target, file))
+			continue
+		}
+		require.NoError(t, os.WriteFile(file, []byte(content), 0o755))
+	}
 }
 
 func (s sandbox) run(t *testing.T, shell, script string, env []string) (string, error) {
@@ -247,9 +275,12 @@ func TestProvisionerRuns(t *testing.T) {
 	require.Equal(t, "run-[0-1]", read("view/etc/flux/system/hostlist"))
 	require.Contains(t, read("curve/curve.cert"), secretKey)
 	require.NoFileExists(t, filepath.Join(s.mount, "view/etc/flux/config/old.toml"))
-	for _, d := range []string{"view/etc/flux/system/cron.d", "view/run/flux", "view/var/lib/flux", "fluxfed"} {
+	for _, d := range []string{"view/etc/flux/system", "view/run/flux", "view/var/lib/flux", "fluxfed"} {
 		require.DirExists(t, filepath.Join(s.mount, d))
 	}
+	cron, err := os.ReadDir(filepath.Join(s.mount, "fluxfed/cron.d"))
+	require.NoError(t, err)
+	require.Empty(t, cron, "the brokers' cron directory starts empty")
 	cert, err := os.Stat(filepath.Join(s.mount, "curve/curve.cert"))
 	require.NoError(t, err)
 	require.Equal(t, os.FileMode(0o400), cert.Mode().Perm())
@@ -257,6 +288,70 @@ func TestProvisionerRuns(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, os.FileMode(0o700), dir.Mode().Perm())
 	require.Contains(t, read("flux-view.sh"), "export fluxsocket=")
+}
+
+// TestProvisionerCopiesTheView runs the provisioner of a MiniCluster that uses the flux view,
+// with the sandbox's stand-in of the flux view image: the view arrives in the shared volume with
+// its symbolic links as they are.
+func TestProvisionerCopiesTheView(t *testing.T) {
+	s := newSandbox(t, "view-0")
+	s.image(t, map[string]string{
+		"bin/flux-real":          "#!/bin/sh\n",
+		"bin/flux":               "-> flux-real",
+		"etc/flux/rc1.d/01-test": "#!/bin/sh\n",
+	})
+	mc := s.miniCluster("view", func(spec *fluxv1alpha2.MiniClusterSpec) { spec.Flux.Container.Disable = false })
+	got, err := Render(mc, Inputs{Hostlist: "view-0", Quorum: 1})
+	require.NoError(t, err)
+	s.provision(t, got[ProvisionerKey])
+
+	link, err := os.Readlink(filepath.Join(s.mount, "view/bin/flux"))
+	require.NoError(t, err)
+	require.Equal(t, "flux-real", link)
+	require.FileExists(t, filepath.Join(s.mount, "view/etc/flux/rc1.d/01-test"))
+	require.FileExists(t, filepath.Join(s.mount, "view/etc/flux/config/broker.toml"))
+	require.NoDirExists(t, filepath.Join(s.mount, "software"), "the image has no software")
+}
+
+// TestCronDirectoryIsEmpty runs the provisioner with a flux view that holds flux-core's
+// kvs-backup.cron, as the flux view images do, then the lead broker's entrypoint: the broker's
+// cron.directory must exist and hold no crontab, after a restart of the init container too.
+func TestCronDirectoryIsEmpty(t *testing.T) {
+	s := newSandbox(t, "cron-0")
+	s.image(t, map[string]string{
+		"etc/flux/system/cron.d/kvs-backup.cron": "0 3 * * * flux dump\n",
+	})
+	mc := s.miniCluster("cron", func(spec *fluxv1alpha2.MiniClusterSpec) {
+		spec.Flux.Container.Disable = false
+		spec.Interactive = true
+	})
+	got, err := Render(mc, Inputs{Hostlist: "cron-0", Quorum: 1})
+	require.NoError(t, err)
+	s.provision(t, got[ProvisionerKey])
+	// A crontab left in fluxfed's directory by an earlier run of the pod is gone when the init
+	// container runs again.
+	left := filepath.Join(s.mount, "fluxfed/cron.d/left.cron")
+	require.NoError(t, os.MkdirAll(filepath.Dir(left), 0o755))
+	require.NoError(t, os.WriteFile(left, nil, 0o644))
+	s.provision(t, got[ProvisionerKey])
+
+	out, err := s.run(t, "bash", got["container-cron.sh"], []string{"JOB_COMPLETION_INDEX=0"})
+	require.NoError(t, err, out)
+	calls := s.starts(t)
+	require.Len(t, calls, 1, out)
+	var dir string
+	for _, arg := range calls[0] {
+		if v, ok := strings.CutPrefix(arg, "-Scron.directory="); ok {
+			dir = v
+		}
+	}
+	require.NotEmpty(t, dir, "no -Scron.directory in %q", calls[0])
+	// flux-core loads every file of the directory as a crontab: there must be none.
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err, "the cron directory must exist")
+	require.Empty(t, entries, "the cron directory %s", dir)
+	// The view keeps flux-core's file; the broker is not pointed at it.
+	require.FileExists(t, filepath.Join(s.mount, "view/etc/flux/system/cron.d/kvs-backup.cron"))
 }
 
 func TestLeadBrokerRuns(t *testing.T) {

@@ -43,6 +43,7 @@ import (
 	"strconv"
 	"strings"
 	"text/template"
+	"unicode"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/hostlist"
@@ -271,6 +272,13 @@ func checkInputs(mc *fluxv1alpha2.MiniCluster, in Inputs) error {
 	if strings.Contains(MountPath(mc), ",") {
 		return fmt.Errorf("spec.flux.container.mountPath %q: a comma cannot be passed to the broker", MountPath(mc))
 	}
+	// The schema refuses white space in the mount path too; a MiniCluster stored before it did
+	// would start a lead broker whose rc1 fails, and restarts, forever: flux-core loads the
+	// crontabs of the cron directory (under the mount path) with a shell command that splits
+	// their paths at blanks.
+	if strings.ContainsFunc(MountPath(mc), unicode.IsSpace) {
+		return fmt.Errorf("spec.flux.container.mountPath %q: Flux's startup scripts split paths at white space", MountPath(mc))
+	}
 	if strings.Contains(mc.Spec.Archive.Path, ",") {
 		return fmt.Errorf("spec.archive.path %q: a comma cannot be passed to the broker", mc.Spec.Archive.Path)
 	}
@@ -331,8 +339,11 @@ func newCommon(mc *fluxv1alpha2.MiniCluster, container string, hooks ...hook) co
 type view struct {
 	// Sidecar is set for a container that does not run Flux, where a view that cannot be
 	// staged is a warning instead of an error.
-	Sidecar    bool
-	View       bool
+	Sidecar bool
+	View    bool
+	// Fluxion is false with flux.scheduler.simple: the view's Fluxion modules and commands are
+	// still found, but its rc and modprobe files, which would load it, are not.
+	Fluxion    bool
 	MountPath  string
 	ViewRoot   string
 	PythonPath string
@@ -342,6 +353,7 @@ func newView(mc *fluxv1alpha2.MiniCluster) view {
 	m := MountPath(mc)
 	return view{
 		View:       !mc.Spec.Flux.Container.Disable,
+		Fluxion:    !mc.Spec.Flux.Scheduler.Simple,
 		MountPath:  m,
 		ViewRoot:   m + "/view",
 		PythonPath: mc.Spec.Flux.Container.PythonPath,
@@ -436,6 +448,10 @@ const (
 	// jobStatusPath holds the exit status of the lead broker's job once it ended. The pod's
 	// volume outlives its containers, so a lead container that starts again knows.
 	jobStatusPath = "/fluxfed/job-status"
+	// cronDirPath is the brokers' cron.directory, which the provisioner creates empty. It is
+	// not the view's etc/flux/system/cron.d: flux-core installs kvs-backup.cron there, a
+	// nightly flux dump of the KVS that nobody asked for.
+	cronDirPath = "/fluxfed/cron.d"
 )
 
 // JobStatusMessage is the termination message of the lead broker's container once its job
@@ -594,7 +610,7 @@ func brokerOptions(mc *fluxv1alpha2.MiniCluster, m string, in Inputs) []string {
 		// The config path goes to the broker through -o, which every flux start accepts (its own
 		// -c is recent); -o splits its value at commas, hence no comma in the mount path.
 		"-o", "--config-path=" + root + "/etc/flux/config",
-		"-Scron.directory=" + root + "/etc/flux/system/cron.d",
+		"-Scron.directory=" + m + cronDirPath,
 		"-Sstatedir=" + root + "/var/lib/flux",
 	}
 	if !spec.Flux.DisableSocket {

@@ -201,7 +201,7 @@ func TestFluxScriptValues(t *testing.T) {
 				"fluxfed_start": {"flux", "start"},
 				"fluxfed_broker_options": {
 					"-o", "--config-path=/mnt/flux/view/etc/flux/config",
-					"-Scron.directory=/mnt/flux/view/etc/flux/system/cron.d",
+					"-Scron.directory=/mnt/flux/fluxfed/cron.d",
 					"-Sstatedir=/mnt/flux/view/var/lib/flux",
 					"-Srundir=/mnt/flux/view/run/flux",
 					"-Slocal-uri=local:///mnt/flux/view/run/flux/local",
@@ -264,7 +264,7 @@ func TestFluxScriptValues(t *testing.T) {
 				"fluxfed_start": {"/usr/bin/time", "-f", "FLUXTIME fluxstart wall time %E", "env", "LABEL=a b", "flux", "start"},
 				"fluxfed_broker_options": {
 					"-o", "--config-path=/mnt/flux/view/etc/flux/config",
-					"-Scron.directory=/mnt/flux/view/etc/flux/system/cron.d",
+					"-Scron.directory=/mnt/flux/fluxfed/cron.d",
 					"-Sstatedir=/mnt/flux/view/var/lib/flux",
 					"-Srundir=/mnt/flux/view/run/flux",
 					"-Slocal-uri=local:///mnt/flux/view/run/flux/local",
@@ -290,7 +290,7 @@ func TestFluxScriptValues(t *testing.T) {
 			want: map[string][]string{
 				"fluxfed_broker_options": {
 					"-o", "--config-path=/mnt/flux/view/etc/flux/config",
-					"-Scron.directory=/mnt/flux/view/etc/flux/system/cron.d",
+					"-Scron.directory=/mnt/flux/fluxfed/cron.d",
 					"-Sstatedir=/mnt/flux/view/var/lib/flux",
 					"-Srundir=/mnt/flux/view/run/flux",
 					"-Slocal-uri=local:///mnt/flux/view/run/flux/local",
@@ -307,7 +307,7 @@ func TestFluxScriptValues(t *testing.T) {
 			want: map[string][]string{
 				"fluxfed_broker_options": {
 					"-o", "--config-path=/mnt/flux/view/etc/flux/config",
-					"-Scron.directory=/mnt/flux/view/etc/flux/system/cron.d",
+					"-Scron.directory=/mnt/flux/fluxfed/cron.d",
 					"-Sstatedir=/mnt/flux/view/var/lib/flux",
 					"-Slog-stderr-mode=local",
 					"-Slog-stderr-level=6",
@@ -325,7 +325,7 @@ func TestFluxScriptValues(t *testing.T) {
 				"fluxfed_hostlist": {"10.0.0.5,flux-sample-1,burst-0-[0-2]"},
 				"fluxfed_broker_options": {
 					"-o", "--config-path=/mnt/flux/view/etc/flux/config",
-					"-Scron.directory=/mnt/flux/view/etc/flux/system/cron.d",
+					"-Scron.directory=/mnt/flux/fluxfed/cron.d",
 					"-Sstatedir=/mnt/flux/view/var/lib/flux",
 					"-Srundir=/mnt/flux/view/run/flux",
 					"-Slocal-uri=local:///mnt/flux/view/run/flux/local",
@@ -433,6 +433,18 @@ func TestRenderErrors(t *testing.T) {
 		{name: "comma in the mount path", mutate: func(mc *fluxv1alpha2.MiniCluster, _ *Inputs) {
 			mc.Spec.Flux.Container.MountPath = "/mnt/a,b"
 		}, wantErr: "comma"},
+		{name: "space in the mount path", mutate: func(mc *fluxv1alpha2.MiniCluster, _ *Inputs) {
+			mc.Spec.Flux.Container.MountPath = "/mnt/a b"
+		}, wantErr: "white space"},
+		{name: "no-break space in the mount path", mutate: func(mc *fluxv1alpha2.MiniCluster, _ *Inputs) {
+			mc.Spec.Flux.Container.MountPath = "/mnt/a\u00a0b"
+		}, wantErr: "white space"},
+		{name: "ideographic space in the mount path", mutate: func(mc *fluxv1alpha2.MiniCluster, _ *Inputs) {
+			mc.Spec.Flux.Container.MountPath = "/mnt/a\u3000b"
+		}, wantErr: "white space"},
+		{name: "tab in the mount path", mutate: func(mc *fluxv1alpha2.MiniCluster, _ *Inputs) {
+			mc.Spec.Flux.Container.MountPath = "/mnt/a\tb"
+		}, wantErr: "white space"},
 		{name: "comma in the archive path", mutate: func(mc *fluxv1alpha2.MiniCluster, _ *Inputs) {
 			mc.Spec.Archive.Path = "/state/a,b.tar"
 		}, wantErr: "comma"},
