@@ -23,7 +23,6 @@ func failOnTheFluxContainer(container string) *batchv1.PodFailurePolicy {
 
 var theLeadDecides = &batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{{SucceededIndexes: ptrTo("0")}}}
 
-
 func TestTheJobEndsWithTheLead(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
