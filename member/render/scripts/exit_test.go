@@ -2,6 +2,7 @@ package scripts
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -144,8 +145,10 @@ func (s sandbox) start(t *testing.T, script string, env []string) *started {
 	st := &started{cmd: cmd, out: out, done: make(chan error, 1)}
 	go func() { st.done <- cmd.Wait() }()
 	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-st.done
+		if err := cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+			t.Errorf("stopping the entrypoint: %v", err)
+		}
+		_ = <-st.done // killed here, or ended as the test wanted: stop checked that
 	})
 	require.Eventually(t, func() bool { return len(s.starts(t)) > 0 }, 10*time.Second, 20*time.Millisecond,
 		"the broker never started")

@@ -211,21 +211,21 @@ func TestFluxScriptValues(t *testing.T) {
 					"-Sbroker.quorum=1",
 				},
 				"fluxfed_lead_options":    {},
-				"fluxfed_initial_program": recorded("/mnt/flux", "flux", "submit", "-n", "1", "--quiet", "--watch", "bash", "-c", "echo hello world"),
+				"fluxfed_initial_program": recorded("flux", "submit", "-n", "1", "--quiet", "--watch", "bash", "-c", "echo hello world"),
 			},
 		},
 		{
 			name: "more tasks than pods gives -N and -n, with option flags",
 			fix:  "root-size-4-tasks",
 			want: map[string][]string{
-				"fluxfed_initial_program": recorded("/mnt/flux", "flux", "submit", "-N", "4", "-n", "16", "-ompi=openmpi@5", "-o", "cpu-affinity=per-task", "--quiet", "--watch", "bash", "-c", "lmp -v x 2 -v y 2 -v z 2 -in in.reaxc.hns -nocite"),
+				"fluxfed_initial_program": recorded("flux", "submit", "-N", "4", "-n", "16", "-ompi=openmpi@5", "-o", "cpu-affinity=per-task", "--quiet", "--watch", "bash", "-c", "lmp -v x 2 -v y 2 -v z 2 -in in.reaxc.hns -nocite"),
 			},
 		},
 		{
 			name: "tasks 0 gives only -N, in batch mode",
 			fix:  "batch",
 			want: map[string][]string{
-				"fluxfed_initial_program": recorded("/mnt/flux", "bash", "-c", `flux batch "$@" && flux job wait --all`, "fluxfed-batch", "-N", "2", "--flags", "waitable", "/mnt/flux/fluxfed/batch.sh"),
+				"fluxfed_initial_program": recorded("bash", "-c", `flux batch "$@" && flux job wait --all`, "fluxfed-batch", "-N", "2", "--flags", "waitable", "/mnt/flux/fluxfed/batch.sh"),
 				"fluxfed_batch_script": {"#!/bin/bash\n" +
 					"flux submit --flags waitable --error=/tmp/another-out/job-0.err --output=/tmp/another-out/job-0.out echo hello world 1\n" +
 					"flux submit --flags waitable --error=/tmp/another-out/job-1.err --output=/tmp/another-out/job-1.out echo \"hello world 2\" > /dev/null\n" +
@@ -238,7 +238,7 @@ func TestFluxScriptValues(t *testing.T) {
 			name: "tasks equal to size gives only -n",
 			fix:  "job-script",
 			want: map[string][]string{
-				"fluxfed_initial_program": recorded("/mnt/flux", "flux", "submit", "-n", "2", "--quiet", "--watch", "/mnt/flux/fluxfed/job-script"),
+				"fluxfed_initial_program": recorded("flux", "submit", "-n", "2", "--quiet", "--watch", "/mnt/flux/fluxfed/job-script"),
 			},
 		},
 		{
@@ -254,7 +254,7 @@ func TestFluxScriptValues(t *testing.T) {
 			fix:  "launcher",
 			want: map[string][]string{
 				"fluxfed_start":           {"fusion", "--debug", "flux", "start", "--wrap=strace,-e,network,-tt"},
-				"fluxfed_initial_program": recorded("/mnt/flux", "fusion", "--debug", "bash", "-c", "snakemake --cores 1 --jobs 2 --executor flux"),
+				"fluxfed_initial_program": recorded("fusion", "--debug", "bash", "-c", "snakemake --cores 1 --jobs 2 --executor flux"),
 			},
 		},
 		{
@@ -273,7 +273,7 @@ func TestFluxScriptValues(t *testing.T) {
 					"-Sbroker.quorum=2",
 					"-Stbon.zmqdebug=1",
 				},
-				"fluxfed_initial_program": recorded("/mnt/flux",
+				"fluxfed_initial_program": recorded(
 					"/usr/bin/time", "-f", "FLUXTIME fluxsubmit wall time %E", "env", "LABEL=a b",
 					"flux", "mini", "submit", "-n", "1", "-vvv", "--quiet", "--watch",
 					"bash", "-c", `echo "rank $FLUX_TASK_RANK" 'single' | tee -a /tmp/out.txt`,
@@ -315,7 +315,7 @@ func TestFluxScriptValues(t *testing.T) {
 					"-Sbroker.quorum=2",
 					"-Stbon.topo=kary:2",
 				},
-				"fluxfed_initial_program": recorded("/mnt/flux", "flux", "submit", "-N", "2", "-n", "4", "--quiet", "--watch", "bash", "-c", "nproc"),
+				"fluxfed_initial_program": recorded("flux", "submit", "-N", "2", "-n", "4", "--quiet", "--watch", "bash", "-c", "nproc"),
 			},
 		},
 		{
@@ -485,8 +485,8 @@ func TestCurveCertNeverPrinted(t *testing.T) {
 	}
 }
 
-// recorded is the lead broker's initial program for job under mount path m: the job, run by the
-// wrapper that records its exit status.
-func recorded(m string, job ...string) []string {
-	return recordingStatus(m, job)
+// recorded is the lead broker's initial program for job in the fixtures, whose view is mounted
+// at /mnt/flux: the job, run by the wrapper that records its exit status.
+func recorded(job ...string) []string {
+	return recordingStatus("/mnt/flux", job)
 }
