@@ -125,7 +125,8 @@ func TestAFailingPostFailsTheLeadUnderStrict(t *testing.T) {
 type started struct {
 	cmd  *exec.Cmd
 	out  *bytes.Buffer
-	done chan error
+	done chan struct{} // closed once the entrypoint ended, with err
+	err  error
 }
 
 // start runs script in the background, as a container does, once its broker started.
@@ -142,13 +143,16 @@ func (s sandbox) start(t *testing.T, script string, env []string) *started {
 	// A process the script left behind must not hold the test up by its copy of the output.
 	cmd.WaitDelay = time.Second
 	require.NoError(t, cmd.Start())
-	st := &started{cmd: cmd, out: out, done: make(chan error, 1)}
-	go func() { st.done <- cmd.Wait() }()
+	st := &started{cmd: cmd, out: out, done: make(chan struct{})}
+	go func() {
+		st.err = cmd.Wait()
+		close(st.done)
+	}()
 	t.Cleanup(func() {
 		if err := cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
 			t.Errorf("stopping the entrypoint: %v", err)
 		}
-		_ = <-st.done // killed here, or ended as the test wanted: stop checked that
+		<-st.done
 	})
 	require.Eventually(t, func() bool { return len(s.starts(t)) > 0 }, 10*time.Second, 20*time.Millisecond,
 		"the broker never started")
@@ -163,9 +167,8 @@ func (st *started) stop(t *testing.T) int {
 	t.Helper()
 	require.NoError(t, st.cmd.Process.Signal(syscall.SIGTERM))
 	select {
-	case err := <-st.done:
-		st.done <- err
-		return exitCode(t, err)
+	case <-st.done:
+		return exitCode(t, st.err)
 	case <-time.After(10 * time.Second):
 		t.Fatalf("the container did not end on SIGTERM: %s", st.out)
 		return 0
