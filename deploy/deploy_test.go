@@ -90,6 +90,7 @@ func TestManagerRoleGrantsWhatTheReconcilerUses(t *testing.T) {
 	for _, want := range []string{
 		"flux-framework.org/miniclusters:watch", "flux-framework.org/miniclusters/status:patch",
 		"batch/jobs:patch", "/configmaps:patch", "/services:patch", "/secrets:create", "/pods:deletecollection",
+		"/pods:list",     // reads how the lead broker's container ended, once the Job has
 		"/secrets:patch", // puts back the label of a CURVE Secret someone stripped
 		"events.k8s.io/events:create",
 		// The metrics endpoint authenticates and authorizes its scrapers.
@@ -97,7 +98,7 @@ func TestManagerRoleGrantsWhatTheReconcilerUses(t *testing.T) {
 	} {
 		require.True(t, allowed[want], "the manager role lacks %s", want)
 	}
-	for _, notWanted := range []string{"/secrets:update", "/secrets:delete", "/pods:list"} {
+	for _, notWanted := range []string{"/secrets:update", "/secrets:delete", "/pods:get", "/pods:watch", "/pods:delete"} {
 		require.False(t, allowed[notWanted], "the manager role grants %s, which the reconciler never uses", notWanted)
 	}
 }
