@@ -23,21 +23,16 @@ type leadEnd struct {
 }
 
 // jobStatus returns the exit status of the lead broker's job when the termination message
-// reports one (scripts.JobStatusMessage).
+// reports one (scripts.JobStatusMessage); a lead that is not known (nil) reports none.
 func (l *leadEnd) jobStatus() (int, bool) {
+	if l == nil {
+		return 0, false
+	}
 	var status int
 	if _, err := fmt.Sscanf(l.message, scripts.JobStatusMessage, &status); err != nil {
 		return 0, false
 	}
 	return status, true
-}
-
-// jobStatusIfAny is jobStatus for a lead that may be unknown (nil).
-func (l *leadEnd) jobStatusIfAny() (int, bool) {
-	if l == nil {
-		return 0, false
-	}
-	return l.jobStatus()
 }
 
 // describe says how the lead ended, for a condition's message.
@@ -64,12 +59,7 @@ func (r *Reconciler) readLeadEnd(ctx context.Context, mc *fluxv1alpha2.MiniClust
 	}); err != nil {
 		return nil, fmt.Errorf("reading the lead broker's pod: %w", err)
 	}
-	container := ""
-	for i := range mc.Spec.Containers {
-		if &mc.Spec.Containers[i] == mc.FluxContainer() {
-			container = scripts.ContainerName(mc, i)
-		}
-	}
+	container := scripts.FluxContainerName(mc)
 	var end *leadEnd
 	var at int64
 	for i := range pods.Items {

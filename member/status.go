@@ -77,7 +77,7 @@ func computeStatus(mc *fluxv1alpha2.MiniCluster, obs observation, err error, now
 	// Job completes after a failed job too: the lead's container restarted, found the job's
 	// status and ended with 0.
 	failedJob := ""
-	if status, ok := obs.lead.jobStatusIfAny(); ok && status != 0 && complete {
+	if status, ok := obs.lead.jobStatus(); ok && status != 0 && complete {
 		complete = false
 		failedJob = obs.lead.describe()
 	}

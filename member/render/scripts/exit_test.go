@@ -135,10 +135,7 @@ func (s sandbox) start(t *testing.T, script string, env []string) *started {
 	file := filepath.Join(s.root, "entrypoint.sh")
 	require.NoError(t, os.WriteFile(file, []byte(s.sandboxed(script)), 0o644))
 	out := &bytes.Buffer{}
-	cmd := exec.Command("bash", file)
-	cmd.Dir = s.root
-	cmd.Env = append([]string{"PATH=" + s.bin + ":" + os.Getenv("PATH"), "HOME=" + s.root, "HOSTNAME=test-0",
-		"FAKE_FLUX_LOG=" + s.log}, env...)
+	cmd := s.command(env, "bash", file)
 	cmd.Stdout, cmd.Stderr = out, out
 	// A process the script left behind must not hold the test up by its copy of the output.
 	cmd.WaitDelay = time.Second

@@ -209,6 +209,15 @@ func (s sandbox) runFile(t *testing.T, shell, file string, env []string) (string
 
 func (s sandbox) exec(t *testing.T, env []string, name string, args ...string) (string, error) {
 	t.Helper()
+	cmd := s.command(env, name, args...)
+	out, err := cmd.CombinedOutput()
+	require.NotContains(t, string(out), secretKey, "the certificate's secret key was printed")
+	return string(out), err
+}
+
+// command is a command run in the sandbox, as a container of pod test-0 with the fake flux first
+// on PATH, with env added.
+func (s sandbox) command(env []string, name string, args ...string) *exec.Cmd {
 	cmd := exec.Command(name, args...)
 	cmd.Dir = s.root
 	cmd.Env = append([]string{
@@ -217,9 +226,7 @@ func (s sandbox) exec(t *testing.T, env []string, name string, args ...string) (
 		"HOSTNAME=test-0",
 		"FAKE_FLUX_LOG=" + s.log,
 	}, env...)
-	out, err := cmd.CombinedOutput()
-	require.NotContains(t, string(out), secretKey, "the certificate's secret key was printed")
-	return string(out), err
+	return cmd
 }
 
 // starts returns the recorded flux start calls, each as its list of arguments.

@@ -115,6 +115,17 @@ func ContainerName(mc *fluxv1alpha2.MiniCluster, i int) string {
 	return c.Name
 }
 
+// FluxContainerName returns the name in the pod of the container that runs Flux; the
+// MiniCluster's name when no container qualifies, which the schema does not admit.
+func FluxContainerName(mc *fluxv1alpha2.MiniCluster) string {
+	for i := range mc.Spec.Containers {
+		if &mc.Spec.Containers[i] == mc.FluxContainer() {
+			return ContainerName(mc, i)
+		}
+	}
+	return mc.Name
+}
+
 // ProvisionerCommand returns the command of the flux-view init container.
 func ProvisionerCommand() []string {
 	return []string{"/bin/sh", names.EntrypointMountPath + "/" + ProvisionerKey}

@@ -121,7 +121,7 @@ func Job(mc *fluxv1alpha2.MiniCluster, in Inputs) (*batchv1ac.JobApplyConfigurat
 		annotations = map[string]string{}
 	}
 	if _, set := annotations[annotationDefaultContainer]; !set {
-		annotations[annotationDefaultContainer] = fluxContainerName(mc)
+		annotations[annotationDefaultContainer] = scripts.FluxContainerName(mc)
 	}
 
 	jobSpec := batchv1ac.JobSpec().
@@ -167,7 +167,7 @@ func endWithTheLead(mc *fluxv1alpha2.MiniCluster, jobSpec *batchv1ac.JobSpecAppl
 			batchv1ac.PodFailurePolicyRule().
 				WithAction(batchv1.PodFailurePolicyActionFailJob).
 				WithOnExitCodes(batchv1ac.PodFailurePolicyOnExitCodesRequirement().
-					WithContainerName(fluxContainerName(mc)).
+					WithContainerName(scripts.FluxContainerName(mc)).
 					WithOperator(batchv1.PodFailurePolicyOnExitCodesOpNotIn).
 					WithValues(0))))
 	}
@@ -183,15 +183,6 @@ func restartPolicy(mc *fluxv1alpha2.MiniCluster) corev1.RestartPolicy {
 		return corev1.RestartPolicy(p)
 	}
 	return corev1.RestartPolicyNever
-}
-
-func fluxContainerName(mc *fluxv1alpha2.MiniCluster) string {
-	for i := range mc.Spec.Containers {
-		if &mc.Spec.Containers[i] == mc.FluxContainer() {
-			return scripts.ContainerName(mc, i)
-		}
-	}
-	return mc.Name
 }
 
 // podLabels are the labels of every pod of the MiniCluster: spec.pod.labels, and the selector
