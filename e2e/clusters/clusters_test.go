@@ -3,7 +3,9 @@ package clusters
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"strconv"
@@ -14,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -167,16 +170,17 @@ func TestLocalClusters(t *testing.T) {
 	require.False(t, env.Running())
 }
 
-// runJob creates an indexed Job of two pods, sees both Running and Ready, finishes one with
-// success and one with an exit code through AnnotationExitCode, and checks what the Job
-// controller makes of it.
+// runJob creates an indexed Job of three pods, sees them Running and Ready, finishes one with
+// success and one with an exit code and a message through AnnotationExitCode, deletes one that
+// ends with 0 when stopped (AnnotationStopExitCode), and checks what the Job controller makes of
+// it.
 func runJob(t *testing.T, cs kubernetes.Interface) {
 	ctx := t.Context()
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: "indexed", Namespace: metav1.NamespaceDefault},
 		Spec: batchv1.JobSpec{
-			Completions:    ptr.To[int32](2),
-			Parallelism:    ptr.To[int32](2),
+			Completions:    ptr.To[int32](3),
+			Parallelism:    ptr.To[int32](3),
 			CompletionMode: ptr.To(batchv1.IndexedCompletion),
 			BackoffLimit:   ptr.To[int32](0),
 			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
@@ -189,7 +193,7 @@ func runJob(t *testing.T, cs kubernetes.Interface) {
 	require.NoError(t, err)
 
 	pods := map[string]corev1.Pod{} // by completion index
-	eventually(t, "two Running and Ready pods", func() error {
+	eventually(t, "three Running and Ready pods", func() error {
 		list, err := cs.CoreV1().Pods(job.Namespace).List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + job.Name})
 		if err != nil {
 			return err
@@ -201,8 +205,8 @@ func runJob(t *testing.T, cs kubernetes.Interface) {
 			}
 			pods[p.Annotations[batchv1.JobCompletionIndexAnnotation]] = p
 		}
-		if len(pods) != 2 {
-			return errors.New("not two pods yet")
+		if len(pods) != 3 {
+			return errors.New("not three pods yet")
 		}
 		return nil
 	})
@@ -214,7 +218,7 @@ func runJob(t *testing.T, cs kubernetes.Interface) {
 	require.NoError(t, err)
 	require.Equal(t, corev1.PodRunning, p1.Status.Phase)
 
-	annotate(t, cs, pods["0"], "0")
+	annotate(t, cs, pods["0"], AnnotationExitCode, "0")
 	eventually(t, "index 0 to succeed", func() error {
 		j, err := cs.BatchV1().Jobs(job.Namespace).Get(ctx, job.Name, metav1.GetOptions{})
 		if err != nil {
@@ -232,7 +236,26 @@ func runJob(t *testing.T, cs kubernetes.Interface) {
 	require.NoError(t, err)
 	require.Equal(t, corev1.PodRunning, p1.Status.Phase, "the other pod runs on")
 
-	annotate(t, cs, pods["1"], "3")
+	// A pod deleted with a stop exit code of 0 reaches Succeeded before it goes, so its index
+	// completes; without the annotation it would go with no phase and be replaced.
+	annotate(t, cs, pods["2"], AnnotationStopExitCode, "0")
+	require.NoError(t, cs.CoreV1().Pods(job.Namespace).Delete(ctx, pods["2"].Name, metav1.DeleteOptions{}))
+	eventually(t, "the deleted index 2 to succeed and its pod to go", func() error {
+		j, err := cs.BatchV1().Jobs(job.Namespace).Get(ctx, job.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if j.Status.CompletedIndexes != "0,2" {
+			return errors.New("succeeded " + j.Status.CompletedIndexes)
+		}
+		if _, err := cs.CoreV1().Pods(job.Namespace).Get(ctx, pods["2"].Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("the deleted pod: %v", err)
+		}
+		return nil
+	})
+
+	annotate(t, cs, pods["1"], AnnotationTerminationMessage, "the job exited with status 3")
+	annotate(t, cs, pods["1"], AnnotationExitCode, "3")
 	eventually(t, "index 1 to fail with exit code 3", func() error {
 		p, err := cs.CoreV1().Pods(job.Namespace).Get(ctx, pods["1"].Name, metav1.GetOptions{})
 		if err != nil {
@@ -244,14 +267,16 @@ func runJob(t *testing.T, cs kubernetes.Interface) {
 		require.Len(t, p.Status.ContainerStatuses, 1)
 		require.NotNil(t, p.Status.ContainerStatuses[0].State.Terminated)
 		require.Equal(t, int32(3), p.Status.ContainerStatuses[0].State.Terminated.ExitCode)
+		require.Equal(t, "the job exited with status 3", p.Status.ContainerStatuses[0].State.Terminated.Message)
 		return nil
 	})
 }
 
-func annotate(t *testing.T, cs kubernetes.Interface, pod corev1.Pod, exitCode string) {
+func annotate(t *testing.T, cs kubernetes.Interface, pod corev1.Pod, key, value string) {
 	t.Helper()
-	patch := `{"metadata":{"annotations":{"` + AnnotationExitCode + `":"` + exitCode + `"}}}`
-	_, err := cs.CoreV1().Pods(pod.Namespace).Patch(t.Context(), pod.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{key: value}}})
+	require.NoError(t, err)
+	_, err = cs.CoreV1().Pods(pod.Namespace).Patch(t.Context(), pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 	require.NoError(t, err)
 }
 

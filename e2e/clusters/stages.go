@@ -17,6 +17,17 @@ import (
 // it a pod stays Running and Ready. Kind clusters run real containers and ignore it.
 const AnnotationExitCode = "e2e.fluxfed.io/exit-code"
 
+// AnnotationStopExitCode on a pod of a local cluster is the exit code its containers end with when
+// the pod is deleted, as a program that handles SIGTERM would: "0" makes the pod Succeeded, any
+// other value Failed with that code (1 when the value is not a number), and then the pod goes.
+// Without it a deleted pod goes at once, with no terminal phase, as one killed would.
+const AnnotationStopExitCode = "e2e.fluxfed.io/exit-code-on-stop"
+
+// AnnotationTerminationMessage on a pod of a local cluster is the termination message of its
+// containers when they end, through either annotation above: what a container's program would
+// have written to its terminationMessagePath.
+const AnnotationTerminationMessage = "e2e.fluxfed.io/termination-message"
+
 // annotationKwokNode marks the nodes that kwok manages (--manage-nodes-with-annotation-selector);
 // the key is kwok's own convention.
 const (
@@ -43,8 +54,9 @@ var stagesTemplate = template.Must(template.New("stages").Delims("[[", "]]").Par
 type stageParams struct {
 	// Resources are the allocatable and capacity of a node created without them.
 	Resources []namedQuantity
-	// ExitCodeAnnotation is AnnotationExitCode.
-	ExitCodeAnnotation string
+	// ExitCodeAnnotation, StopExitCodeAnnotation and MessageAnnotation are AnnotationExitCode,
+	// AnnotationStopExitCode and AnnotationTerminationMessage.
+	ExitCodeAnnotation, StopExitCodeAnnotation, MessageAnnotation string
 	// HeartbeatMillis and HeartbeatJitterMillis space the refreshes of a Ready node's conditions.
 	HeartbeatMillis, HeartbeatJitterMillis int64
 }
@@ -57,7 +69,9 @@ type namedQuantity struct {
 // drive nodes and pods.
 func renderStages(resources corev1.ResourceList) ([]byte, error) {
 	p := stageParams{
-		ExitCodeAnnotation: AnnotationExitCode,
+		ExitCodeAnnotation:     AnnotationExitCode,
+		StopExitCodeAnnotation: AnnotationStopExitCode,
+		MessageAnnotation:      AnnotationTerminationMessage,
 		// kwok renews the node Leases, which is what keeps a node Ready; the status refresh only
 		// keeps lastHeartbeatTime plausible for people reading `kubectl describe node`.
 		HeartbeatMillis:       300_000,

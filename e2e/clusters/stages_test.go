@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -90,7 +91,9 @@ func TestStagesConfig(t *testing.T) {
 		"Stage/fluxfed-pod-running",
 		"Stage/fluxfed-pod-succeeded",
 		"Stage/fluxfed-pod-failed",
+		"Stage/fluxfed-pod-stopped",
 		"Stage/fluxfed-pod-delete",
+		"Stage/fluxfed-pod-delete-stopped",
 	}, names)
 	conf := docs["KwokConfiguration/fluxfed-e2e"]
 	require.Equal(t, "config.kwok.x-k8s.io/v1alpha1", conf.APIVersion)
@@ -112,6 +115,58 @@ func TestStagesConfig(t *testing.T) {
 		}
 		require.Contains(t, keys, `.metadata.annotations["`+AnnotationExitCode+`"]`, name)
 	}
+	// A deleted pod matches exactly one of the stages that handle deletion, whatever its phase
+	// and annotations: kwok would otherwise pick one of them at random.
+	deleting := []string{"Stage/fluxfed-pod-stopped", "Stage/fluxfed-pod-delete", "Stage/fluxfed-pod-delete-stopped"}
+	for _, phase := range []corev1.PodPhase{corev1.PodPending, corev1.PodRunning, corev1.PodSucceeded, corev1.PodFailed} {
+		for _, stop := range []bool{false, true} {
+			var matched []string
+			for _, name := range deleting {
+				if selects(t, docs[name], phase, stop) {
+					matched = append(matched, name)
+				}
+			}
+			require.Len(t, matched, 1, "a deleted %s pod, stop annotation %v", phase, stop)
+		}
+	}
+	require.True(t, selects(t, docs["Stage/fluxfed-pod-stopped"], corev1.PodRunning, true))
+}
+
+// selects evaluates the selector of a stage that handles deleted pods against a deleted pod in
+// phase, with or without AnnotationStopExitCode.
+func selects(t *testing.T, stage kwokDoc, phase corev1.PodPhase, stop bool) bool {
+	t.Helper()
+	for _, e := range stage.Spec.Selector.MatchExpressions {
+		var present bool
+		var value string
+		switch e.Key {
+		case ".metadata.deletionTimestamp":
+			present = true
+		case ".status.phase":
+			present, value = true, string(phase)
+		case `.metadata.annotations["` + AnnotationStopExitCode + `"]`:
+			present, value = stop, "0"
+		default:
+			t.Fatalf("%s: a selector on %s that this test does not know", stage.Metadata.Name, e.Key)
+		}
+		var ok bool
+		switch e.Operator {
+		case "Exists":
+			ok = present
+		case "DoesNotExist":
+			ok = !present
+		case "In":
+			ok = present && slices.Contains(e.Values, value)
+		case "NotIn":
+			ok = !present || !slices.Contains(e.Values, value)
+		default:
+			t.Fatalf("%s: operator %s", stage.Metadata.Name, e.Operator)
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // kwokFuncs stand in for the template functions kwok gives stage templates, enough to render them
@@ -137,6 +192,7 @@ var kwokFuncs = template.FuncMap{
 	},
 	"NodeIPsWith": func(string) []string { return []string{"127.101.0.2"} },
 	"PodIPsWith":  func(string, bool, string, string, string) []string { return []string{testPodIP} },
+	"dict": func() map[string]any { return map[string]any{} },
 	"atoi": func(s string) int {
 		i, _ := strconv.Atoi(s)
 		return i
@@ -163,7 +219,7 @@ func renderStatus(t *testing.T, stage kwokDoc, obj, status any) {
 func TestPodStages(t *testing.T) {
 	docs := parseStages(t)
 	start := metav1.Date(2026, 1, 1, 0, 0, 0, 0, metav1.Now().Location())
-	pod := func(exitCode string) *corev1.Pod {
+	pod := func(annotations ...string) *corev1.Pod {
 		p := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "mc-0", Namespace: "default", UID: "u1"},
 			Spec: corev1.PodSpec{
@@ -177,8 +233,8 @@ func TestPodStages(t *testing.T) {
 			},
 			Status: corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &start},
 		}
-		if exitCode != "" {
-			p.Annotations = map[string]string{AnnotationExitCode: exitCode}
+		for i := 0; i+1 < len(annotations); i += 2 {
+			metav1.SetMetaDataAnnotation(&p.ObjectMeta, annotations[i], annotations[i+1])
 		}
 		return p
 	}
@@ -192,7 +248,7 @@ func TestPodStages(t *testing.T) {
 	}
 
 	t.Run("running", func(t *testing.T) {
-		p := pod("")
+		p := pod()
 		p.Status = corev1.PodStatus{Phase: corev1.PodPending}
 		var s corev1.PodStatus
 		renderStatus(t, docs["Stage/fluxfed-pod-running"], p, &s)
@@ -211,20 +267,28 @@ func TestPodStages(t *testing.T) {
 		require.NotNil(t, s.InitContainerStatuses[1].State.Running, "a sidecar runs")
 	})
 
+	const message = "the job exited with status 3"
 	for _, tc := range []struct {
-		stage      string
-		annotation string
-		phase      corev1.PodPhase
-		exitCode   int32
+		name        string
+		stage       string
+		annotations []string
+		phase       corev1.PodPhase
+		exitCode    int32
+		message     string
 	}{
-		{"Stage/fluxfed-pod-succeeded", "0", corev1.PodSucceeded, 0},
-		{"Stage/fluxfed-pod-failed", "3", corev1.PodFailed, 3},
-		{"Stage/fluxfed-pod-failed", "137", corev1.PodFailed, 137},
-		{"Stage/fluxfed-pod-failed", "oops", corev1.PodFailed, 1},
+		{"succeeded", "Stage/fluxfed-pod-succeeded", []string{AnnotationExitCode, "0"}, corev1.PodSucceeded, 0, ""},
+		{"failed 3", "Stage/fluxfed-pod-failed", []string{AnnotationExitCode, "3"}, corev1.PodFailed, 3, ""},
+		{"failed 137", "Stage/fluxfed-pod-failed", []string{AnnotationExitCode, "137"}, corev1.PodFailed, 137, ""},
+		{"failed not a number", "Stage/fluxfed-pod-failed", []string{AnnotationExitCode, "oops"}, corev1.PodFailed, 1, ""},
+		{"failed with a message", "Stage/fluxfed-pod-failed", []string{AnnotationExitCode, "3", AnnotationTerminationMessage, message}, corev1.PodFailed, 3, message},
+		{"succeeded with a message", "Stage/fluxfed-pod-succeeded", []string{AnnotationExitCode, "0", AnnotationTerminationMessage, `"quoted": yes`}, corev1.PodSucceeded, 0, `"quoted": yes`},
+		{"stopped 0", "Stage/fluxfed-pod-stopped", []string{AnnotationStopExitCode, "0"}, corev1.PodSucceeded, 0, ""},
+		{"stopped 143", "Stage/fluxfed-pod-stopped", []string{AnnotationStopExitCode, "143", AnnotationTerminationMessage, "stopped"}, corev1.PodFailed, 143, "stopped"},
+		{"stopped not a number", "Stage/fluxfed-pod-stopped", []string{AnnotationStopExitCode, "zero"}, corev1.PodFailed, 1, ""},
 	} {
-		t.Run(tc.stage+"/"+tc.annotation, func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			var s corev1.PodStatus
-			renderStatus(t, docs[tc.stage], pod(tc.annotation), &s)
+			renderStatus(t, docs[tc.stage], pod(tc.annotations...), &s)
 			require.Equal(t, tc.phase, s.Phase)
 			require.Equal(t, corev1.ConditionFalse, condition(s, corev1.PodReady))
 			require.Len(t, s.ContainerStatuses, 2)
@@ -232,6 +296,7 @@ func TestPodStages(t *testing.T) {
 				require.Nil(t, c.State.Running, c.Name)
 				require.NotNil(t, c.State.Terminated, c.Name)
 				require.Equal(t, tc.exitCode, c.State.Terminated.ExitCode, c.Name)
+				require.Equal(t, tc.message, c.State.Terminated.Message, c.Name)
 				require.Equal(t, start.UTC(), c.State.Terminated.StartedAt.UTC(), c.Name)
 			}
 		})
