@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net"
 	"os"
 	"strconv"
@@ -248,10 +247,14 @@ func runJob(t *testing.T, cs kubernetes.Interface) {
 		if j.Status.CompletedIndexes != "0,2" {
 			return errors.New("succeeded " + j.Status.CompletedIndexes)
 		}
-		if _, err := cs.CoreV1().Pods(job.Namespace).Get(ctx, pods["2"].Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("the deleted pod: %v", err)
+		_, err = cs.CoreV1().Pods(job.Namespace).Get(ctx, pods["2"].Name, metav1.GetOptions{})
+		switch {
+		case err == nil:
+			return errors.New("the deleted pod is still there")
+		case apierrors.IsNotFound(err):
+			return nil
 		}
-		return nil
+		return err
 	})
 
 	annotate(t, cs, pods["1"], AnnotationTerminationMessage, "the job exited with status 3")

@@ -192,7 +192,7 @@ var kwokFuncs = template.FuncMap{
 	},
 	"NodeIPsWith": func(string) []string { return []string{"127.101.0.2"} },
 	"PodIPsWith":  func(string, bool, string, string, string) []string { return []string{testPodIP} },
-	"dict": func() map[string]any { return map[string]any{} },
+	"dict":        func() map[string]any { return map[string]any{} },
 	"atoi": func(s string) int {
 		i, _ := strconv.Atoi(s)
 		return i
