@@ -40,18 +40,10 @@ func TestHowAMiniClusterEnds(t *testing.T) {
 		t.Parallel()
 		mc, ns := runningBrokers(t)
 		end(t, brokerPod(t, ns, mc.Name, "0"), clusters.AnnotationExitCode, "0", fmt.Sprintf(scripts.JobStatusMessage, 0))
-		require.EventuallyWithT(t, func(c *assert.CollectT) {
-			require.True(c, get(c, "hub", mc))
-			complete := meta.FindStatusCondition(mc.Status.Conditions, fluxv1alpha2.ConditionComplete)
-			require.NotNil(c, complete)
-			require.Equal(c, metav1.ConditionTrue, complete.Status, complete.Message)
-			require.Equal(c, fluxv1alpha2.ReasonJobComplete, complete.Reason)
-			require.Regexp(c, `^the job exited with status 0 \(pod `+mc.Name+`-0-\w+, exit code 0\)$`, complete.Message)
-			require.True(c, meta.IsStatusConditionFalse(mc.Status.Conditions, fluxv1alpha2.ConditionFailed))
-			require.True(c, meta.IsStatusConditionFalse(mc.Status.Conditions, fluxv1alpha2.ConditionReady))
-			require.Empty(c, podHostnames(c, "hub", ns, mc.Name), "the followers were stopped when the lead succeeded")
-		}, wait, tick)
+		waitEnded(t, mc, ns, fluxv1alpha2.ConditionComplete, fluxv1alpha2.ReasonJobComplete,
+			leadMessage(mc, fmt.Sprintf(scripts.JobStatusMessage, 0), "0"))
 		job := brokerJob(t, ns, mc.Name)
+		require.NotNil(t, jobConditionOf(job, batchv1.JobComplete))
 		require.Equal(t, int32(0), job.Status.Failed, "the stopped followers ended with 0")
 		require.True(t, strings.HasPrefix(job.Status.CompletedIndexes, "0"), job.Status.CompletedIndexes)
 	})
@@ -69,18 +61,8 @@ func TestHowAMiniClusterEnds(t *testing.T) {
 			t.Parallel()
 			mc, ns := runningBrokers(t)
 			end(t, brokerPod(t, ns, mc.Name, "0"), clusters.AnnotationExitCode, tc.exitCode, tc.message)
-			require.EventuallyWithT(t, func(c *assert.CollectT) {
-				require.True(c, get(c, "hub", mc))
-				failed := meta.FindStatusCondition(mc.Status.Conditions, fluxv1alpha2.ConditionFailed)
-				require.NotNil(c, failed)
-				require.Equal(c, metav1.ConditionTrue, failed.Status, failed.Message)
-				require.Equal(c, fluxv1alpha2.ReasonJobFailed, failed.Reason)
-				require.Regexp(c, `^`+regexp.QuoteMeta(tc.message)+` \(pod `+mc.Name+`-0-\w+, exit code `+tc.exitCode+`\)$`, failed.Message)
-				require.True(c, meta.IsStatusConditionFalse(mc.Status.Conditions, fluxv1alpha2.ConditionComplete))
-				require.Empty(c, podHostnames(c, "hub", ns, mc.Name), "the followers were stopped when the Job failed")
-			}, wait, tick)
-			job := brokerJob(t, ns, mc.Name)
-			failed := jobConditionOf(job, batchv1.JobFailed)
+			waitEnded(t, mc, ns, fluxv1alpha2.ConditionFailed, fluxv1alpha2.ReasonJobFailed, leadMessage(mc, tc.message, tc.exitCode))
+			failed := jobConditionOf(brokerJob(t, ns, mc.Name), batchv1.JobFailed)
 			require.NotNil(t, failed)
 			require.Equal(t, batchv1.JobReasonPodFailurePolicy, failed.Reason, failed.Message)
 		})
@@ -92,16 +74,8 @@ func TestHowAMiniClusterEnds(t *testing.T) {
 		t.Parallel()
 		mc, ns := runningBrokers(t, func(mc *fluxv1alpha2.MiniCluster) { mc.Spec.Pod.RestartPolicy = fluxv1alpha2.RestartOnFailure })
 		end(t, brokerPod(t, ns, mc.Name, "0"), clusters.AnnotationExitCode, "0", fmt.Sprintf(scripts.JobStatusMessage, 3))
-		require.EventuallyWithT(t, func(c *assert.CollectT) {
-			require.True(c, get(c, "hub", mc))
-			failed := meta.FindStatusCondition(mc.Status.Conditions, fluxv1alpha2.ConditionFailed)
-			require.NotNil(c, failed)
-			require.Equal(c, metav1.ConditionTrue, failed.Status, failed.Message)
-			require.Equal(c, fluxv1alpha2.ReasonJobFailed, failed.Reason)
-			require.Regexp(c, `^the job exited with status 3 \(pod `+mc.Name+`-0-\w+, exit code 0\)$`, failed.Message)
-			require.True(c, meta.IsStatusConditionFalse(mc.Status.Conditions, fluxv1alpha2.ConditionComplete))
-			require.Empty(c, podHostnames(c, "hub", ns, mc.Name), "the followers were stopped when the lead succeeded")
-		}, wait, tick)
+		waitEnded(t, mc, ns, fluxv1alpha2.ConditionFailed, fluxv1alpha2.ReasonJobFailed,
+			leadMessage(mc, fmt.Sprintf(scripts.JobStatusMessage, 3), "0"))
 		require.NotNil(t, jobConditionOf(brokerJob(t, ns, mc.Name), batchv1.JobComplete), "the Job itself completed")
 	})
 
@@ -139,23 +113,41 @@ func TestHowAMiniClusterEnds(t *testing.T) {
 		lead := brokerPod(t, ns, mc.Name, "0")
 		end(t, lead, clusters.AnnotationStopExitCode, "143", stoppedLead)
 		require.NoError(t, shared.Clients["hub"].Delete(context.Background(), lead))
-		require.EventuallyWithT(t, func(c *assert.CollectT) {
-			require.True(c, get(c, "hub", mc))
-			failed := meta.FindStatusCondition(mc.Status.Conditions, fluxv1alpha2.ConditionFailed)
-			require.NotNil(c, failed)
-			require.Equal(c, metav1.ConditionTrue, failed.Status, failed.Message)
-			require.Equal(c, fluxv1alpha2.ReasonJobFailed, failed.Reason)
-			// The deleted pod may be gone before the reconciler reads it: then the Job's own
-			// reason names the exit code.
-			if !strings.HasPrefix(failed.Message, stoppedLead) {
-				require.Contains(c, failed.Message, "exit code 143")
-			}
-			require.True(c, meta.IsStatusConditionFalse(mc.Status.Conditions, fluxv1alpha2.ConditionComplete))
-			require.Empty(c, podHostnames(c, "hub", ns, mc.Name), "the followers were stopped when the Job failed")
-		}, wait, tick)
+		// The deleted pod is usually gone before the reconciler reads its message: then the
+		// Job's own reason names the pod and the exit code.
+		waitEnded(t, mc, ns, fluxv1alpha2.ConditionFailed, fluxv1alpha2.ReasonJobFailed,
+			`^(`+leadMessage(mc, stoppedLead, "143")[1:]+`|the broker Job failed \(PodFailurePolicy\): .* for pod `+ns+`/`+mc.Name+`-0-\w+ failed with exit code 143 .*)$`)
 		require.Equal(t, batchv1.JobReasonPodFailurePolicy, jobConditionOf(brokerJob(t, ns, mc.Name), batchv1.JobFailed).Reason)
 		t.Logf("Failed: %s", meta.FindStatusCondition(mc.Status.Conditions, fluxv1alpha2.ConditionFailed).Message)
 	})
+}
+
+// leadMessage is the pattern of a condition's message that quotes the lead's termination
+// message and exit code.
+func leadMessage(mc *fluxv1alpha2.MiniCluster, message, exitCode string) string {
+	return `^` + regexp.QuoteMeta(message) + ` \(pod ` + mc.Name + `-0-\w+, exit code ` + exitCode + `\)$`
+}
+
+// waitEnded waits until the MiniCluster has ended: condition (Complete or Failed) True with
+// reason and a message that matches pattern, the other one False, not Ready, and no broker pod
+// left running.
+func waitEnded(t *testing.T, mc *fluxv1alpha2.MiniCluster, ns, condition, reason, pattern string) {
+	t.Helper()
+	other := fluxv1alpha2.ConditionFailed
+	if condition == fluxv1alpha2.ConditionFailed {
+		other = fluxv1alpha2.ConditionComplete
+	}
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.True(c, get(c, "hub", mc))
+		got := meta.FindStatusCondition(mc.Status.Conditions, condition)
+		require.NotNil(c, got)
+		require.Equal(c, metav1.ConditionTrue, got.Status, got.Message)
+		require.Equal(c, reason, got.Reason)
+		require.Regexp(c, pattern, got.Message)
+		require.True(c, meta.IsStatusConditionFalse(mc.Status.Conditions, other))
+		require.True(c, meta.IsStatusConditionFalse(mc.Status.Conditions, fluxv1alpha2.ConditionReady))
+		require.Empty(c, podHostnames(c, "hub", ns, mc.Name), "no broker is left running")
+	}, wait, tick)
 }
 
 // runningBrokers applies hello-world.yaml with three brokers whose pods end with 0 when stopped,
