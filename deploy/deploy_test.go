@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/fluxfed/fluxfed/e2e/k8sbin"
 	"github.com/fluxfed/fluxfed/e2e/testenv"
 	"github.com/fluxfed/fluxfed/internal/metrics"
 )
@@ -357,4 +358,58 @@ func TestMonitoringScrapesTheMetricsService(t *testing.T) {
 			require.True(t, used[name], "the dashboard shows %s", name)
 		}
 	}
+}
+
+// recordWarnings collects the API server's warnings.
+type recordWarnings struct{ texts []string }
+
+func (w *recordWarnings) HandleWarningHeaderWithContext(_ context.Context, _ int, _, text string) {
+	w.texts = append(w.texts, text)
+}
+
+// TestMonitoringAppliesToThePrometheusOperatorsCRD applies deploy/monitoring with server-side
+// dry-run to a real API server that serves the Prometheus Operator's own ServiceMonitor CRD (of
+// the version e2e/k8sbin pins): a field its schema does not know, or a value it refuses, fails.
+func TestMonitoringAppliesToThePrometheusOperatorsCRD(t *testing.T) {
+	path, err := k8sbin.ServiceMonitorCRD()
+	require.NoError(t, err)
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	crd := &unstructured.Unstructured{}
+	require.NoError(t, utilyaml.Unmarshal(data, &crd.Object))
+	require.Equal(t, "CustomResourceDefinition", crd.GetKind())
+
+	env := testenv.Start(t)
+	ctx := context.Background()
+	require.NoError(t, env.Client.Create(ctx, crd))
+	require.NoError(t, env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fluxfed-system"}}))
+	w := &recordWarnings{}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.WarningHandlerWithContext = w
+	objs := kustomize(t, "monitoring")
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		// A new client learns the kind once the API server serves it.
+		cl, err := client.New(cfg, client.Options{})
+		require.NoError(c, err)
+		w.texts = nil
+		for _, o := range objs {
+			require.NoError(c, cl.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()),
+				client.FieldOwner("deploy-test"), client.DryRunAll), "%s %s", o.GetKind(), o.GetName())
+		}
+	}, 30*time.Second, 100*time.Millisecond)
+	require.Empty(t, w.texts, "the API server warned about deploy/monitoring")
+
+	// The schema is the operator's, not one that takes anything: a misspelt field is refused.
+	var monitor *unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == "ServiceMonitor" {
+			monitor = o.DeepCopy()
+		}
+	}
+	require.NotNil(t, monitor)
+	require.NoError(t, unstructured.SetNestedField(monitor.Object, "30s", "spec", "scrapeIntervall"))
+	cl, err := client.New(cfg, client.Options{})
+	require.NoError(t, err)
+	err = cl.Apply(ctx, client.ApplyConfigurationFromUnstructured(monitor), client.FieldOwner("deploy-test"), client.DryRunAll)
+	require.ErrorContains(t, err, ".spec.scrapeIntervall: field not declared in schema")
 }

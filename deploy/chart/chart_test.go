@@ -531,21 +531,18 @@ func TestChartHubModeGrantsWhatTheHubNeeds(t *testing.T) {
 	}
 }
 
-// serviceMonitorCRD stands in for the Prometheus Operator's CRD: the dry-run needs the kind to
-// exist; its schema is not the operator's.
-var serviceMonitorCRD = &apiextensionsv1.CustomResourceDefinition{
-	ObjectMeta: metav1.ObjectMeta{Name: "servicemonitors.monitoring.coreos.com"},
-	Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-		Group: "monitoring.coreos.com",
-		Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "servicemonitors", Singular: "servicemonitor", Kind: "ServiceMonitor", ListKind: "ServiceMonitorList"},
-		Scope: apiextensionsv1.NamespaceScoped,
-		Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-			Name: "v1", Served: true, Storage: true,
-			Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-				Type: "object", XPreserveUnknownFields: new(true),
-			}},
-		}},
-	},
+// serviceMonitorCRD reads the Prometheus Operator's own ServiceMonitor CRD, of the version
+// e2e/k8sbin pins, so that the ServiceMonitor the chart renders is checked against its schema.
+func serviceMonitorCRD(t *testing.T) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	path, err := k8sbin.ServiceMonitorCRD()
+	require.NoError(t, err)
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	require.NoError(t, yaml.UnmarshalStrict(data, crd))
+	require.Equal(t, "servicemonitors.monitoring.coreos.com", crd.Name)
+	return crd
 }
 
 // warnings collects the API server's warnings, Pod Security's among them.
@@ -587,7 +584,7 @@ func TestChartAppliesWithServerSideDryRun(t *testing.T) {
 	cfg.WarningHandlerWithContext = w
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	require.NoError(t, err)
-	require.NoError(t, c.Create(ctx, serviceMonitorCRD.DeepCopy()))
+	require.NoError(t, c.Create(ctx, serviceMonitorCRD(t)))
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		var err error
 		c, err = client.New(cfg, client.Options{Scheme: scheme})

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds the Kubernetes binaries that fluxfed's tests run as local processes, from Go modules
 # through the module proxy: kube-apiserver, kube-controller-manager, kube-scheduler, kubectl
-# (k8s.io/kubernetes), etcd (go.etcd.io/etcd/server/v3) and kwok (sigs.k8s.io/kwok).
+# (k8s.io/kubernetes), etcd (go.etcd.io/etcd/server/v3) and kwok (sigs.k8s.io/kwok). Beside them, in
+# crds/, it puts the Prometheus Operator's ServiceMonitor CRD, copied from that operator's module, so
+# that the chart's tests check the ServiceMonitor they render against its real schema.
 #
 # k8s.io/kubernetes replaces its k8s.io/* staging modules with ./staging paths that do not exist in
 # the published module, so the build module below points every one of them at the published
@@ -30,7 +32,24 @@ up_to_date() {
 	[[ -f "$out/.complete" ]] || return 1
 }
 
+# fetch_crds copies the ServiceMonitor CRD out of the pinned Prometheus Operator module (3.7 MB,
+# from the module proxy) unless it is there already.
+servicemonitor_crd="$out/crds/monitoring.coreos.com_servicemonitors.yaml"
+fetch_crds() {
+	[[ -s "$servicemonitor_crd" ]] && return 0
+	local mod="github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR_VERSION" dir
+	log "fetching the ServiceMonitor CRD of $mod"
+	dir=$(cd / && GOFLAGS=-mod=mod go mod download -json "$mod" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	local src="$dir/example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml"
+	[[ -s "$src" ]] || { log "cannot download $mod, or it has no $src"; exit 1; }
+	mkdir -p "$out/crds"
+	cp "$src" "$servicemonitor_crd.tmp"
+	chmod 0644 "$servicemonitor_crd.tmp"
+	mv "$servicemonitor_crd.tmp" "$servicemonitor_crd"
+}
+
 if up_to_date; then
+	fetch_crds
 	log "cached in $out"
 	echo "$out"
 	exit 0
@@ -119,6 +138,7 @@ build kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler "$ldflags"
 build kubectl k8s.io/kubernetes/cmd/kubectl "$ldflags"
 build kwok sigs.k8s.io/kwok/cmd/kwok "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION"
 cp go.mod "$out/build.go.mod"
+fetch_crds
 touch "$out/.complete"
 log "done in $(($(date +%s) - start))s: $out"
 echo "$out"

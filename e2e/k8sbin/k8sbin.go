@@ -28,6 +28,9 @@ type Versions struct {
 	Kube string
 	// Kwok is the sigs.k8s.io/kwok version.
 	Kwok string
+	// PrometheusOperator is the github.com/prometheus-operator/prometheus-operator version whose
+	// ServiceMonitor CRD build.sh fetches.
+	PrometheusOperator string
 }
 
 // Pinned returns the versions that build.sh builds.
@@ -57,12 +60,14 @@ func parseVersions(env string) (Versions, error) {
 			v.Kube = value
 		case "KWOK_VERSION":
 			v.Kwok = value
+		case "PROMETHEUS_OPERATOR_VERSION":
+			v.PrometheusOperator = value
 		default:
 			return Versions{}, fmt.Errorf("versions.env: unknown key %q", key)
 		}
 	}
-	if v.Kube == "" || v.Kwok == "" {
-		return Versions{}, errors.New("versions.env: KUBE_VERSION and KWOK_VERSION are both required")
+	if v.Kube == "" || v.Kwok == "" || v.PrometheusOperator == "" {
+		return Versions{}, errors.New("versions.env: KUBE_VERSION, KWOK_VERSION and PROMETHEUS_OPERATOR_VERSION are all required")
 	}
 	return v, nil
 }
@@ -104,4 +109,22 @@ func Dir(names ...string) (string, error) {
 			dir, from, strings.Join(missing, ", "), EnvAssets)
 	}
 	return dir, nil
+}
+
+// ServiceMonitorCRDFile is where build.sh puts the Prometheus Operator's ServiceMonitor CRD, relative
+// to the binaries' directory.
+const ServiceMonitorCRDFile = "crds/monitoring.coreos.com_servicemonitors.yaml"
+
+// ServiceMonitorCRD returns the path of the Prometheus Operator's ServiceMonitor CRD of the pinned
+// version, beside the binaries (Dir). The error says how to fetch it when it is missing.
+func ServiceMonitorCRD() (string, error) {
+	dir, err := Dir()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, ServiceMonitorCRDFile)
+	if info, err := os.Stat(path); err != nil || info.Size() == 0 {
+		return "", fmt.Errorf("%s is missing: run `make k8s-binaries`, which fetches it with the Prometheus Operator's module %s", path, Pinned().PrometheusOperator)
+	}
+	return path, nil
 }

@@ -15,8 +15,10 @@ func TestParseVersions(t *testing.T) {
 		want    Versions
 		wantErr string
 	}{
-		{name: "both", env: "# c\nKUBE_VERSION=v1.36.3\n\nKWOK_VERSION=v0.8.0\n", want: Versions{Kube: "v1.36.3", Kwok: "v0.8.0"}},
-		{name: "missing kwok", env: "KUBE_VERSION=v1.36.3\n", wantErr: "both required"},
+		{name: "all", env: "# c\nKUBE_VERSION=v1.36.3\n\nKWOK_VERSION=v0.8.0\nPROMETHEUS_OPERATOR_VERSION=v0.80.1\n",
+			want: Versions{Kube: "v1.36.3", Kwok: "v0.8.0", PrometheusOperator: "v0.80.1"}},
+		{name: "missing kwok", env: "KUBE_VERSION=v1.36.3\nPROMETHEUS_OPERATOR_VERSION=v0.80.1\n", wantErr: "all required"},
+		{name: "missing prometheus operator", env: "KUBE_VERSION=v1.36.3\nKWOK_VERSION=v0.8.0\n", wantErr: "all required"},
 		{name: "not key=value", env: "KUBE_VERSION v1\n", wantErr: "not KEY=VALUE"},
 		{name: "unknown key", env: "ETCD_VERSION=v3\n", wantErr: `unknown key "ETCD_VERSION"`},
 	}
@@ -37,6 +39,23 @@ func TestPinnedIsEmbedded(t *testing.T) {
 	v := Pinned()
 	require.Regexp(t, `^v1\.\d+\.\d+$`, v.Kube)
 	require.Regexp(t, `^v0\.\d+\.\d+$`, v.Kwok)
+	require.Regexp(t, `^v0\.\d+\.\d+$`, v.PrometheusOperator)
+}
+
+func TestServiceMonitorCRD(t *testing.T) {
+	assets := t.TempDir()
+	t.Setenv(EnvAssets, assets)
+	_, err := ServiceMonitorCRD()
+	require.ErrorContains(t, err, "make k8s-binaries")
+	path := filepath.Join(assets, ServiceMonitorCRDFile)
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	require.NoError(t, os.WriteFile(path, nil, 0o644))
+	_, err = ServiceMonitorCRD()
+	require.ErrorContains(t, err, "is missing", "an empty file is not the CRD")
+	require.NoError(t, os.WriteFile(path, []byte("kind: CustomResourceDefinition\n"), 0o644))
+	got, err := ServiceMonitorCRD()
+	require.NoError(t, err)
+	require.Equal(t, path, got)
 }
 
 func TestDir(t *testing.T) {
