@@ -22,6 +22,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/google/go-containerregistry/pkg/v1/validate"
 	"github.com/stretchr/testify/require"
 )
 
@@ -198,6 +199,9 @@ func TestTheArchiveLoadsBackWithItsTagAndItsBinaryRuns(t *testing.T) {
 
 	loaded, err := tarball.ImageFromPath(path, &testTag)
 	require.NoError(t, err)
+	// What a runtime checks on import: every digest, diff ID and size the manifest and the config
+	// name matches the bytes in the archive.
+	require.NoError(t, validate.Image(loaded))
 	wantCfg, err := img.ConfigName()
 	require.NoError(t, err)
 	gotCfg, err := loaded.ConfigName()
@@ -251,6 +255,7 @@ func TestPushToARegistryOnLoopbackAndPullBack(t *testing.T) {
 	require.Equal(t, types.OCIManifestSchema1, desc.MediaType)
 	pulled, err := desc.Image()
 	require.NoError(t, err)
+	require.NoError(t, validate.Image(pulled))
 	cf, err := pulled.ConfigFile()
 	require.NoError(t, err)
 	require.Equal(t, []string{"/fluxfed"}, cf.Config.Entrypoint)
