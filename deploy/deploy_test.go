@@ -360,13 +360,6 @@ func TestMonitoringScrapesTheMetricsService(t *testing.T) {
 	}
 }
 
-// recordWarnings collects the API server's warnings.
-type recordWarnings struct{ texts []string }
-
-func (w *recordWarnings) HandleWarningHeaderWithContext(_ context.Context, _ int, _, text string) {
-	w.texts = append(w.texts, text)
-}
-
 // TestMonitoringAppliesToThePrometheusOperatorsCRD applies deploy/monitoring with server-side
 // dry-run to a real API server that serves the Prometheus Operator's own ServiceMonitor CRD (of
 // the version e2e/k8sbin pins): a field its schema does not know, or a value it refuses, fails.
@@ -383,7 +376,7 @@ func TestMonitoringAppliesToThePrometheusOperatorsCRD(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, env.Client.Create(ctx, crd))
 	require.NoError(t, env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fluxfed-system"}}))
-	w := &recordWarnings{}
+	w := &testenv.Warnings{}
 	cfg := rest.CopyConfig(env.Config)
 	cfg.WarningHandlerWithContext = w
 	objs := kustomize(t, "monitoring")
@@ -391,13 +384,13 @@ func TestMonitoringAppliesToThePrometheusOperatorsCRD(t *testing.T) {
 		// A new client learns the kind once the API server serves it.
 		cl, err := client.New(cfg, client.Options{})
 		require.NoError(c, err)
-		w.texts = nil
+		w.Take()
 		for _, o := range objs {
 			require.NoError(c, cl.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()),
 				client.FieldOwner("deploy-test"), client.DryRunAll), "%s %s", o.GetKind(), o.GetName())
 		}
 	}, 30*time.Second, 100*time.Millisecond)
-	require.Empty(t, w.texts, "the API server warned about deploy/monitoring")
+	require.Empty(t, w.Take(), "the API server warned about deploy/monitoring")
 
 	// The schema is the operator's, not one that takes anything: a misspelt field is refused.
 	var monitor *unstructured.Unstructured

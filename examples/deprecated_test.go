@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,26 +23,6 @@ import (
 	"github.com/fluxfed/fluxfed/e2e/testenv"
 	"github.com/fluxfed/fluxfed/member/render"
 )
-
-// warnings collects the warnings the API server returns.
-type warnings struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.msgs = append(w.msgs, text)
-}
-
-func (w *warnings) take() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	msgs := w.msgs
-	w.msgs = nil
-	return msgs
-}
 
 // deprecatedFields lists the deprecated fields a MiniCluster sets, as the policy of deploy/policy
 // names them in its warnings.
@@ -95,9 +74,9 @@ func admitAndRender(t *testing.T, docs map[string][]*unstructured.Unstructured) 
 	ctx := context.Background()
 	require.NoError(t, env.ApplyDeploy(ctx, "policy"))
 
-	collected := &warnings{}
+	collected := &testenv.Warnings{}
 	cfg := rest.CopyConfig(env.Config)
-	cfg.WarningHandler = collected
+	cfg.WarningHandlerWithContext = collected
 	dyn, err := dynamic.NewForConfig(cfg)
 	require.NoError(t, err)
 	gvr := fluxv1alpha2.GroupVersion.WithResource("miniclusters")
@@ -112,10 +91,10 @@ func admitAndRender(t *testing.T, docs map[string][]*unstructured.Unstructured) 
 		},
 	}}
 	require.Eventually(t, func() bool {
-		collected.take()
+		collected.Take()
 		_, err := dyn.Resource(gvr).Namespace("default").Create(ctx, probe,
 			metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		return err == nil && len(collected.take()) > 0
+		return err == nil && len(collected.Take()) > 0
 	}, 30*time.Second, 200*time.Millisecond, "the deprecation policy never warned")
 
 	for _, file := range slices.Sorted(maps.Keys(docs)) {
@@ -125,13 +104,13 @@ func admitAndRender(t *testing.T, docs map[string][]*unstructured.Unstructured) 
 				require.NoError(t, env.Client.Create(ctx, ns))
 				obj = obj.DeepCopy()
 				obj.SetNamespace(ns.Name)
-				collected.take()
+				collected.Take()
 				_, err := dyn.Resource(gvr).Namespace(ns.Name).Create(ctx, obj,
 					metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict})
 				require.NoError(t, err, "creating MiniCluster %s", obj.GetName())
 
 				var got []string
-				for _, w := range collected.take() {
+				for _, w := range collected.Take() {
 					// "Validation failed for ValidatingAdmissionPolicy '...' with binding '...': <message>"
 					require.Contains(t, w, "ValidatingAdmissionPolicy 'fluxfed-minicluster-deprecations'", "unexpected warning")
 					w = w[strings.LastIndex(w, "': ")+len("': "):]

@@ -545,26 +545,6 @@ func serviceMonitorCRD(t *testing.T) *apiextensionsv1.CustomResourceDefinition {
 	return crd
 }
 
-// warnings collects the API server's warnings, Pod Security's among them.
-type warnings struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (w *warnings) HandleWarningHeaderWithContext(_ context.Context, _ int, _, text string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.msgs = append(w.msgs, text)
-}
-
-func (w *warnings) take() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := w.msgs
-	w.msgs = nil
-	return out
-}
-
 // TestChartAppliesWithServerSideDryRun applies every object each case renders to a real API
 // server: the CRDs for real, first, then everything else with server-side dry-run, in a namespace
 // whose Pod Security level is restricted (warn), failing on any warning.
@@ -579,7 +559,7 @@ func TestChartAppliesWithServerSideDryRun(t *testing.T) {
 	scheme, err := testenv.Scheme()
 	require.NoError(t, err)
 	require.NoError(t, apiextensionsv1.AddToScheme(scheme))
-	w := &warnings{}
+	w := &testenv.Warnings{}
 	cfg := rest.CopyConfig(env.Config)
 	cfg.WarningHandlerWithContext = w
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
@@ -597,7 +577,7 @@ func TestChartAppliesWithServerSideDryRun(t *testing.T) {
 	rootful := render(t, map[string]any{"podSecurityContext": map[string]any{"runAsNonRoot": false}})
 	d := find(rootful, "Deployment", "fluxfed-manager")
 	require.NoError(t, c.Apply(ctx, client.ApplyConfigurationFromUnstructured(d), client.FieldOwner("chart-test"), client.DryRunAll))
-	require.NotEmpty(t, w.take(), "no Pod Security warning for a manager that may run as root")
+	require.NotEmpty(t, w.Take(), "no Pod Security warning for a manager that may run as root")
 
 	for _, cs := range chartCases {
 		t.Run(cs.name, func(t *testing.T) {
@@ -616,7 +596,7 @@ func TestChartAppliesWithServerSideDryRun(t *testing.T) {
 					client.FieldOwner("chart-test"), client.DryRunAll)
 				require.NoError(t, err, "%s %s", o.GetKind(), o.GetName())
 			}
-			require.Empty(t, w.take())
+			require.Empty(t, w.Take())
 		})
 	}
 

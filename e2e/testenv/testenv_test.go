@@ -79,3 +79,12 @@ func waitForTheTest(started, stop chan struct{}) {
 	close(started)
 	<-stop
 }
+
+func TestWarningsAreTakenOnce(t *testing.T) {
+	w := &Warnings{}
+	require.Empty(t, w.Take())
+	w.HandleWarningHeaderWithContext(context.Background(), 299, "-", "first")
+	w.HandleWarningHeaderWithContext(context.Background(), 299, "-", "second")
+	require.Equal(t, []string{"first", "second"}, w.Take())
+	require.Empty(t, w.Take(), "taken warnings are forgotten")
+}
