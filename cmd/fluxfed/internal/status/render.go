@@ -137,14 +137,17 @@ func Text(w io.Writer, r *Report) error {
 	return err
 }
 
-// describeFlux sums up what Flux says in one line, as the demo does.
+// describeFlux sums up what Flux says in one line, as the demo does. When the hub could not
+// ask the instance, the line says so, and that the figures, if any, are from the last answer.
 func describeFlux(f *Flux) string {
-	var b strings.Builder
-	state := f.State
-	if state == "" {
-		state = "not asked yet"
+	if f.State == "" {
+		if f.Message != "" {
+			return "not answering: " + oneLine(f.Message)
+		}
+		return "not asked yet"
 	}
-	b.WriteString(state)
+	var b strings.Builder
+	b.WriteString(f.State)
 	if f.Size > 0 {
 		fmt.Fprintf(&b, ", %d/%d ranks online", f.Online, f.Size)
 	}
@@ -152,7 +155,7 @@ func describeFlux(f *Flux) string {
 		fmt.Fprintf(&b, ", pending jobs: %d (the largest asks for %d nodes)", f.PendingJobs, f.PendingNodes)
 	}
 	if f.Message != "" {
-		fmt.Fprintf(&b, " (%s)", oneLine(f.Message))
+		fmt.Fprintf(&b, " when last asked; not answering now: %s", oneLine(f.Message))
 	}
 	return b.String()
 }

@@ -95,3 +95,26 @@ func TestWrite(t *testing.T) {
 	}
 	require.ErrorContains(t, Write(&bytes.Buffer{}, rootReport(), "wide"), `unknown format "wide"`)
 }
+
+func TestDescribeFlux(t *testing.T) {
+	tests := []struct {
+		name string
+		flux Flux
+		want string
+	}{
+		{name: "never asked", want: "not asked yet"},
+		{name: "never answered", flux: Flux{Message: "running flux in pod lammps-0-x7k2p:\nno such file"},
+			want: "not answering: running flux in pod lammps-0-x7k2p: no such file"},
+		{name: "waiting for its quorum", flux: Flux{State: "quorum", Size: 8, Online: 1}, want: "quorum, 1/8 ranks online"},
+		{name: "answered", flux: Flux{State: "run", Size: 8, Online: 8}, want: "run, 8/8 ranks online"},
+		{name: "jobs wait", flux: Flux{State: "run", Size: 8, Online: 2, PendingJobs: 3, PendingNodes: 6},
+			want: "run, 2/8 ranks online, pending jobs: 3 (the largest asks for 6 nodes)"},
+		{name: "answered once, not now", flux: Flux{State: "run", Size: 8, Online: 8, Message: "exec timed out"},
+			want: "run, 8/8 ranks online when last asked; not answering now: exec timed out"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Equal(t, tt.want, describeFlux(&tt.flux))
+		})
+	}
+}
