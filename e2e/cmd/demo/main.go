@@ -4,11 +4,12 @@
 // every broker, and prints what a user would look at. Then it applies
 // examples/bursting-on-demand.yaml, whose bursts are reserved at 0, submits a job that needs
 // them, and follows the hub growing the bursts, Flux seeing the new ranks, the job running,
-// and the bursts shrinking once idle (a stand-in flux answers the hub, e2e/fluxsim). Pods are simulated (kwok), so stand-in
-// brokers (e2e/brokersim) show that the rendered configs join one overlay: the burst brokers
-// reach rank 0 through the lead broker's NodePort on the hub's node, as they would on real
-// clusters, and the hub's own greeting of that endpoint meets rank 0's CURVE socket. With
-// KEEP=1 the clusters keep running afterwards. Everything stays on loopback.
+// and the bursts shrinking once idle. It ends with fluxfed status of both roots. Pods are
+// simulated (kwok), so a stand-in flux (e2e/fluxsim) answers the hub in each root's rank 0
+// container, and stand-in brokers (e2e/brokersim) show that the rendered configs join one
+// overlay: the burst brokers reach rank 0 through the lead broker's NodePort on the hub's node,
+// as they would on real clusters, and the hub's own greeting of that endpoint meets rank 0's
+// CURVE socket. With KEEP=1 the clusters keep running afterwards. Everything stays on loopback.
 package main
 
 import (
@@ -184,12 +185,55 @@ func demo(ctx context.Context, f *fleet.Fleet, out io.Writer, say func(string, .
 	if err := elastic(ctx, f, out, say); err != nil {
 		return err
 	}
+	sim.Close() // the stand-in instance's overlay takes over rank 0 and the NodePort
+	x, err := answerFlux(ctx, f, root, say)
+	if err != nil {
+		return err
+	}
+	defer x.Stop()
 	fmt.Fprintln(out, "\n== The federation, as fluxfed status shows it to a user")
 	if err := fluxfed(ctx, f, out, say, statusArgs(f, root.Name, namespace)...); err != nil {
 		return err
 	}
 	printPoke(out, f)
 	return nil
+}
+
+// answerFlux makes a stand-in Flux instance (e2e/fluxsim) answer the hub in root's lead broker
+// container, its ranks online as their stand-in brokers join rank 0, and waits until the hub
+// reports that Flux sees every rank of the federation online and the lead broker reachable.
+// Until then the hub's asks failed, as they would in a container without flux.
+func answerFlux(ctx context.Context, f *fleet.Fleet, root *fluxv1alpha2.MiniCluster, say func(string, ...any)) (*fleet.Flux, error) {
+	x, err := f.StartFlux(ctx, root, filepath.Join(f.Env.Dir, "flux-"+root.Name))
+	if err != nil {
+		return nil, err
+	}
+	say("A stand-in flux answers in %s's rank 0 container too: the hub reports what Flux sees of its bursts", root.Name)
+	hubClient := f.Clients["hub"]
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if err := hubClient.Get(ctx, client.ObjectKeyFromObject(root), root); err != nil {
+			x.Stop()
+			return nil, err
+		}
+		fs := root.Status.Flux
+		if fs != nil && fs.State == "run" && fs.Message == "" && fs.Size > 0 && fs.Online == fs.Size &&
+			meta.IsStatusConditionTrue(root.Status.Conditions, fluxv1alpha2.ConditionLeadBrokerReachable) {
+			say("Flux %s, %d/%d ranks online", fs.State, fs.Online, fs.Size)
+			return x, nil
+		}
+		if time.Now().After(deadline) {
+			x.Stop()
+			return nil, fmt.Errorf("the hub did not report every rank of %s online within a minute (flux: %+v, stand-in: %v); logs are in %s",
+				root.Name, fs, x.Err(), f.Env.Dir)
+		}
+		select {
+		case <-ctx.Done():
+			x.Stop()
+			return nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // statusArgs are the arguments of fluxfed status for a root of the demo. The members are read

@@ -57,6 +57,11 @@ func TestDemoShowsTheFederation(t *testing.T) {
 	// fluxfed status of both roots, with the pods of every cluster by rank.
 	require.Contains(t, out.String(), "  MiniCluster demo/bursting-root on hub: root")
 	require.Contains(t, out.String(), "  MiniCluster demo-elastic/on-demand on hub: root")
+	// bursting-root's Flux instance answers the hub at the end, so its status has Flux's view.
+	require.Contains(t, out.String(), "  Flux:         run, 7/7 ranks online\n")
+	require.Regexp(t, `(?m)^    burst-a\s+member-a\s+demo\s+3\s+3\s+3\s+Joined\s+3\s+0\s+0\s`, out.String())
+	require.Regexp(t, `(?m)^    burst-b\s+member-b\s+demo\s+2\s+2\s+2\s+Joined\s+2\s+0\s+0\s`, out.String())
+	require.NotContains(t, out.String(), "not answering")
 	require.Regexp(t, `(?m)^    2-3\s+burst-a-\[0-1\]\s+burst-a\s+member-a\s+-\s+2-3$`, out.String(), "the on-demand bursts are reserved again")
 	require.Regexp(t, `(?m)^    6\s+member-b\s+demo/burst-b-1-\w+\s+burst-b-1\s+member-b-node-\d\s+Running\s+true$`, out.String())
 	for rank, host := range []string{"bursting-root-0", "bursting-root-1", "burst-a-0", "burst-a-1", "burst-a-2", "burst-b-0", "burst-b-1"} {
