@@ -107,8 +107,8 @@ func TestAJobGrowsTheBurstsThatShrinkOnceIdle(t *testing.T) {
 	// The hub records events after it writes the status, in the background: wait for them.
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		for _, want := range []struct{ reason, message string }{
-			{"BurstScaledUp", "raised burst burst-a from 0 to 2 brokers: 1 jobs wait, one for 6 nodes"},
-			{"BurstScaledUp", "raised burst burst-b from 0 to 2 brokers: 1 jobs wait, one for 6 nodes"},
+			{"BurstScaledUp", "raised burst burst-a from 0 to 2 brokers: 1 job waits for 6 nodes"},
+			{"BurstScaledUp", "raised burst burst-b from 0 to 2 brokers: 1 job waits for 6 nodes"},
 			{"BurstScaledDown", "drained ranks 2-3 of burst burst-a in Flux before it shrinks: no job waits, and ranks 2-3 ran no job for 8s"},
 			{"BurstScaledDown", "drained ranks 4-5 of burst burst-b in Flux before it shrinks"},
 			{"BurstScaledDown", "lowered burst burst-a from 2 to 0 brokers"},

@@ -3,6 +3,8 @@ package flux
 import (
 	"fmt"
 	"time"
+
+	"github.com/fluxfed/fluxfed/internal/text"
 )
 
 // Burst is one burst as the on-demand rule sees it: its reserved ranks, its floor and what runs.
@@ -109,7 +111,7 @@ func Decide(v *View, bursts []Burst, idle Idle, now time.Time, after time.Durati
 			s.Size += max(add, 0)
 			missing -= max(add, 0)
 			if s.Size != b.Running || len(s.Undrain) > 0 {
-				s.Reason = fmt.Sprintf("%d jobs wait, one for %d nodes, and %d ranks can run them", d.Jobs, d.Nodes, usable)
+				s.Reason = waitReason(d.Jobs, d.Nodes, usable)
 				steps = append(steps, s)
 			}
 		}
@@ -180,4 +182,18 @@ func rangeOf(start, end int) []int {
 		ids = append(ids, r)
 	}
 	return ids
+}
+
+// waitReason says why a burst grows: jobs jobs wait, the largest for nodes nodes, and only
+// usable ranks can run jobs now.
+func waitReason(jobs, nodes, usable int) string {
+	waiting := text.Count(jobs, "job waits", "jobs wait")
+	if jobs != 1 {
+		waiting += ", one"
+	}
+	can := "can run them"
+	if jobs == 1 {
+		can = "can run it"
+	}
+	return fmt.Sprintf("%s for %s, and %s %s", waiting, text.Count(nodes, "node", "nodes"), text.Count(usable, "rank", "ranks"), can)
 }

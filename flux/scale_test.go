@@ -86,7 +86,7 @@ func TestDecideOnTheFixtures(t *testing.T) {
 	}, {
 		name: "a job waits: nothing shrinks, draining ranks come back", step: "3-draining", bursts: burst(0, 2), idleFor: time.Hour,
 		edit: func(v *View) { v.Jobs = append(v.Jobs, Job{ID: "f9", State: "SCHED", Nodes: 4}) },
-		want: []Step{{Burst: "burst-0", Size: 2, Undrain: []int{2, 3}, Reason: "1 jobs wait, one for 4 nodes, and 2 ranks can run them"}},
+		want: []Step{{Burst: "burst-0", Size: 2, Undrain: []int{2, 3}, Reason: "1 job waits for 4 nodes, and 2 ranks can run it"}},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -163,5 +163,19 @@ func TestNextDown(t *testing.T) {
 				require.NotEmpty(t, Decide(v, tt.bursts, idle, got, after), "Decide acts when it is due")
 			}
 		})
+	}
+}
+
+func TestWaitReason(t *testing.T) {
+	tests := []struct {
+		jobs, nodes, usable int
+		want                string
+	}{
+		{1, 1, 0, "1 job waits for 1 node, and 0 ranks can run it"},
+		{1, 6, 2, "1 job waits for 6 nodes, and 2 ranks can run it"},
+		{2, 4, 1, "2 jobs wait, one for 4 nodes, and 1 rank can run them"},
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.want, waitReason(tt.jobs, tt.nodes, tt.usable))
 	}
 }

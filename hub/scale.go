@@ -113,7 +113,7 @@ func (r *Reconciler) scale(ctx context.Context, root *fluxv1alpha2.MiniCluster, 
 			if s.Size < int(o.Size) {
 				verb, reason = "lowered", EventBurstScaledDown
 			}
-			events.add(corev1.EventTypeNormal, reason, text.Truncate("Scale "+s.Burst, maxEventAction), "%s burst %s from %d to %d brokers: %s", verb, s.Burst, o.Size, s.Size, s.Reason)
+			events.add(corev1.EventTypeNormal, reason, text.Truncate("Scale "+s.Burst, maxEventAction), "%s burst %s from %d to %s: %s", verb, s.Burst, o.Size, text.Count(s.Size, "broker", "brokers"), s.Reason)
 			metrics.ScaledBurst(root.Namespace, root.Name, s.Burst, o.Size, int32(s.Size))
 			o.Size = int32(s.Size)
 			w.sizes[s.Burst] = o.Size

@@ -47,7 +47,7 @@ func testABurstGrowsForWaitingJobsAndShrinksOnceDrained(t *testing.T, f *federat
 		s := burstStatus(f.root(c, root), "burst-a")
 		require.Equal(c, int32(1), s.Size)
 	}, wait, tick)
-	f.requireEvent(t, ns, hub.EventBurstScaledUp, "raised burst burst-a from 0 to 1 brokers: 1 jobs wait, one for 3 nodes, and 2 ranks can run them")
+	f.requireEvent(t, ns, hub.EventBurstScaledUp, "raised burst burst-a from 0 to 1 broker: 1 job waits for 3 nodes, and 2 ranks can run it")
 	require.Equal(t, int32(0), f.root(t, root).Spec.Flux.Bursting.Clusters[0].Size, "the user's spec is never rewritten")
 
 	// The broker joins and the job runs on it: nothing changes, however long it runs.

@@ -1,8 +1,10 @@
-// Package text cuts messages to what the Kubernetes API accepts, so that a long message (a spec
-// error that lists many fields, say) is shortened instead of making the whole write fail.
+// Package text writes the messages of statuses and events: it cuts them to what the Kubernetes
+// API accepts, so that a long message (a spec error that lists many fields, say) is shortened
+// instead of making the whole write fail, and counts things in words that agree with the count.
 package text
 
 import (
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -38,4 +40,12 @@ func Truncate(s string, n int) string {
 		cut--
 	}
 	return s[:cut] + mark
+}
+
+// Count returns n and the noun for that many things: "1 job", "3 jobs", "0 jobs".
+func Count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
 }

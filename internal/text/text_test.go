@@ -62,3 +62,19 @@ func FuzzTruncate(f *testing.F) {
 		}
 	})
 }
+
+func TestCount(t *testing.T) {
+	tests := []struct {
+		n    int
+		want string
+	}{
+		{0, "0 jobs"},
+		{1, "1 job"},
+		{2, "2 jobs"},
+		{-1, "-1 jobs"},
+		{1000, "1000 jobs"},
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.want, Count(tt.n, "job", "jobs"))
+	}
+}

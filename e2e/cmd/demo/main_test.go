@@ -38,8 +38,8 @@ func TestDemoShowsTheFederation(t *testing.T) {
 		"Flux run, 2/6 ranks online, 1 job waits for 6 nodes",
 		"Flux run, 6/6 ranks online | burst-a Joined size 2/2 online 2 | burst-b Joined size 2/2 online 2",
 		"the bursts idled 10s, were drained in Flux and shrank to 0, and Flux sees their ranks gone. Jobs killed: 0",
-		"BurstScaledUp    raised burst burst-a from 0 to 2 brokers: 1 jobs wait, one for 6 nodes",
-		"BurstScaledUp    raised burst burst-b from 0 to 2 brokers: 1 jobs wait, one for 6 nodes",
+		"BurstScaledUp    raised burst burst-a from 0 to 2 brokers: 1 job waits for 6 nodes",
+		"BurstScaledUp    raised burst burst-b from 0 to 2 brokers: 1 job waits for 6 nodes",
 		"BurstScaledDown  lowered burst burst-b from 2 to 0 brokers: no job waits, and ranks 4-5 ran no job for 10s",
 	} {
 		require.Contains(t, out.String(), want)
