@@ -21,6 +21,7 @@ import (
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/bursting"
 	"github.com/fluxfed/fluxfed/flux"
+	"github.com/fluxfed/fluxfed/internal/text"
 	"github.com/fluxfed/fluxfed/member/render/scripts"
 )
 
@@ -290,9 +291,9 @@ func (r *Reconciler) joinFlux(plan *bursting.Plan, obs fluxObservation, bursts [
 		}
 		// The message names the bound, not the time elapsed, so that it changes only with the
 		// state: a stuck burst costs no status write per look.
-		o.NotJoining = fmt.Sprintf("its %d brokers run, but the root's Flux instance has seen only %d of them online for more than %v: "+
+		o.NotJoining = fmt.Sprintf("its %s, but the root's Flux instance has seen only %d of them online for more than %v: "+
 			"check that the member reaches the lead broker at %s and that the brokers hold the root's certificate",
-			o.Size, c.Online, r.opts.JoinTimeout, plan.Lead)
+			text.Count(int(o.Size), "broker runs", "brokers run"), c.Online, r.opts.JoinTimeout, plan.Lead)
 	}
 	return next
 }

@@ -260,7 +260,7 @@ func burstStatus(o BurstObservation) fluxv1alpha2.BurstStatus {
 	}
 	switch {
 	case o.Size == 0 && o.Err == nil:
-		s.Phase, s.Message = fluxv1alpha2.BurstReserved, fmt.Sprintf("size 0: its %d ranks are reserved and none runs", o.MaxSize)
+		s.Phase, s.Message = fluxv1alpha2.BurstReserved, "size 0: "+reservedNoneRuns(int(o.MaxSize))
 	case o.Err != nil:
 		switch o.reason() {
 		case fluxv1alpha2.ReasonMemberUnreachable:
@@ -285,6 +285,14 @@ func burstStatus(o BurstObservation) fluxv1alpha2.BurstStatus {
 		s.Phase, s.Message = fluxv1alpha2.BurstApplied, fmt.Sprintf("%d of %d brokers ready", min(s.Ready, o.Size), o.Size)
 	}
 	return s
+}
+
+// reservedNoneRuns says that a burst of size 0 has n ranks reserved and runs none of them.
+func reservedNoneRuns(n int) string {
+	if n == 1 {
+		return "its 1 rank is reserved and does not run"
+	}
+	return fmt.Sprintf("its %d ranks are reserved and none runs", n)
 }
 
 // podsReady reports whether the burst's child reports all of its brokers' pods ready.

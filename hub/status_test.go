@@ -325,3 +325,12 @@ func TestStatusOfAMemberNotCheckedYet(t *testing.T) {
 	require.Equal(t, fluxv1alpha2.ReasonBurstsPending, c.Reason)
 	require.Equal(t, "0 of 1 bursts applied; b on member-b: the hub has not checked the member yet", c.Message)
 }
+
+func TestReservedNoneRuns(t *testing.T) {
+	for n, want := range map[int]string{
+		1: "its 1 rank is reserved and does not run",
+		2: "its 2 ranks are reserved and none runs",
+	} {
+		require.Equal(t, want, reservedNoneRuns(n))
+	}
+}
