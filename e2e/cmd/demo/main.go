@@ -224,8 +224,8 @@ func answerFlux(ctx context.Context, f *fleet.Fleet, root *fluxv1alpha2.MiniClus
 		}
 		if time.Now().After(deadline) {
 			x.Stop()
-			return nil, fmt.Errorf("the hub did not report every rank of %s online within a minute (flux: %+v, stand-in: %v); logs are in %s",
-				root.Name, fs, x.Err(), f.Env.Dir)
+			err := fmt.Errorf("the hub did not report every rank of %s online within a minute (flux: %+v); logs are in %s", root.Name, fs, f.Env.Dir)
+			return nil, errors.Join(err, x.Err())
 		}
 		select {
 		case <-ctx.Done():
