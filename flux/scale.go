@@ -184,8 +184,8 @@ func rangeOf(start, end int) []int {
 	return ids
 }
 
-// waitReason says why a burst grows: jobs jobs wait, the largest for nodes nodes, and only
-// usable ranks can run jobs now.
+// waitReason says why a burst grows: how many jobs wait, how many nodes the largest of them
+// asks for, and how many ranks can run jobs now.
 func waitReason(jobs, nodes, usable int) string {
 	waiting := text.Count(jobs, "job waits", "jobs wait")
 	if jobs != 1 {
