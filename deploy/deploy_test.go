@@ -1,7 +1,7 @@
 // Package deploy holds the manifests that install fluxfed. This test builds every kustomization
 // with kubectl and applies the result to a real API server with server-side dry-run, so a
 // malformed manifest, a wrong kind or a missing namespace fails here and not on a user's cluster.
-package deploy
+package deploy_test
 
 import (
 	"context"

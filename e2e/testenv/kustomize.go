@@ -1,18 +1,16 @@
 package testenv
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os/exec"
 	"path/filepath"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/fluxfed/fluxfed/deploy"
 	"github.com/fluxfed/fluxfed/e2e/k8sbin"
 )
 
@@ -32,19 +30,11 @@ func Kustomize(dir string) ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubectl kustomize %s: %w", path, err)
 	}
-	reader := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
-	var objs []*unstructured.Unstructured
-	for {
-		u := &unstructured.Unstructured{}
-		if err := reader.Decode(&u.Object); errors.Is(err, io.EOF) {
-			return objs, nil
-		} else if err != nil {
-			return nil, fmt.Errorf("decoding kubectl kustomize %s: %w", path, err)
-		}
-		if len(u.Object) > 0 {
-			objs = append(objs, u)
-		}
+	objs, err := deploy.Decode(out)
+	if err != nil {
+		return nil, fmt.Errorf("decoding kubectl kustomize %s: %w", path, err)
 	}
+	return objs, nil
 }
 
 // ApplyDeploy server-side applies the kustomization deploy/<dir> to the API server, except its
