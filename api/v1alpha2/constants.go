@@ -19,9 +19,18 @@ const (
 	LabelOriginName = "fluxfed.io/origin-name"
 
 	// AnnotationOriginUID is set with LabelOriginHub; its value is the UID of the root
-	// MiniCluster. Owner references do not cross clusters: the hub deletes an object on a
-	// member only when its origin labels and this UID match the root.
+	// MiniCluster. Owner references do not cross clusters: the origin marks name the root, and
+	// AnnotationProof proves that the hub wrote them.
 	AnnotationOriginUID = "fluxfed.io/origin-uid"
+
+	// AnnotationProof is set with LabelOriginHub on every object the hub creates on a member:
+	// a keyed hash (HMAC-SHA256) of the hub, the member, the object's kind, namespace and name,
+	// and the root's namespace, name and UID, under a key that only the hub holds. Labels and
+	// annotations can be copied by anyone who may write an object; this value can be made only
+	// by the hub, and it is sent in the create request, so an object the hub created carries its
+	// proof from its first moment, whatever reply is lost or whenever the hub dies. The hub
+	// changes or deletes on a member only an object whose proof it verifies.
+	AnnotationProof = "fluxfed.io/proof"
 
 	// AnnotationAppliedHash records, on every object fluxfed applies (by the member reconciler,
 	// or by the hub on a member), a hash of what was applied. When the cached object carries the
@@ -157,4 +166,10 @@ const (
 	// root's CURVE Secret. A child never generates a certificate of its own: its brokers must
 	// present the root's.
 	ReasonCurveSecretPending = "CurveSecretPending"
+
+	// ReasonEarlierObjectsPending (Ready=False): an object of this MiniCluster's is in the way of
+	// one that an earlier MiniCluster of the same name controlled. That one is gone, so the
+	// garbage collector deletes what it controlled; this MiniCluster's object is created then.
+	// Nothing failed, and nothing is someone else's.
+	ReasonEarlierObjectsPending = "EarlierObjectsPending"
 )

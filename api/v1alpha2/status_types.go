@@ -72,19 +72,20 @@ type MiniClusterStatus struct {
 	// +optional
 	Flux *FluxStatus `json:"flux,omitempty"`
 
-	// pushed records every object the hub created on a member for this root, with the UID the
-	// member's API server gave it. It is the hub's proof of ownership: labels can be written by
-	// anyone who can write an object, a UID recorded here only by the hub. The hub changes or
-	// deletes on a member only an object recorded here (and carrying this root's origin); any
-	// other object of the same name is a Conflict, left alone. Only the hub writes it: do not
-	// grant hub users write access to miniclusters/status.
+	// pushed is the hub's index of what it created, or is about to create, on members for
+	// this root: each entry is written before the object's first create (then without a uid),
+	// so that the hub, restarted at any moment, knows where to look. It is not a proof of
+	// ownership: the hub changes or deletes an object only when the object carries a proof
+	// that the hub made (annotation fluxfed.io/proof); an entry that names anything else is
+	// ignored and dropped.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=256
 	Pushed []PushedObject `json:"pushed,omitempty"`
 }
 
-// PushedObject is an object the hub created on a member cluster for a root.
+// PushedObject is an object the hub created, or is about to create, on a member cluster for
+// a root.
 type PushedObject struct {
 	// cluster is the MemberCluster the object is on.
 	// +required
@@ -106,10 +107,10 @@ type PushedObject struct {
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
 
-	// uid the member's API server gave the object when the hub created it.
-	// +required
+	// uid the member's API server gave the object; empty until the hub has seen it created.
+	// +optional
 	// +kubebuilder:validation:MaxLength=64
-	UID string `json:"uid"`
+	UID string `json:"uid,omitempty"`
 }
 
 // LeadBrokerStatus is the endpoint at which the bursts reach the root's lead broker.

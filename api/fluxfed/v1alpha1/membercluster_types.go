@@ -256,9 +256,10 @@ type MemberClusterStatus struct {
 	DeniedNamespaces []string `json:"deniedNamespaces,omitempty"`
 
 	// orphans are objects the hub created on the member for roots that are gone, and could not
-	// delete with them because the member did not answer then. The hub deletes them, each only
-	// if it still has the UID recorded here, once the member answers; an object that merely
-	// carries the hub's labels is never taken for an orphan.
+	// delete with them because the member did not answer then: where the orphan sweep looks
+	// first. The sweep deletes such an object only if it carries a proof that this hub made it
+	// (annotation fluxfed.io/proof) for a root that no longer exists; an entry that names
+	// anything else is dropped, and the object left alone.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=1024
@@ -282,10 +283,11 @@ type OrphanObject struct {
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
 
-	// uid the member's API server gave the object when the hub created it.
-	// +required
+	// uid the member's API server gave the object; empty when the hub had recorded its
+	// intent to create it and never saw it created.
+	// +optional
 	// +kubebuilder:validation:MaxLength=64
-	UID string `json:"uid"`
+	UID string `json:"uid,omitempty"`
 }
 
 // ConditionReady is the condition type of a MemberCluster that is True when the hub reaches the
