@@ -20,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -565,6 +566,44 @@ func TestDeletingTheMiniClusterLeavesNothingBehind(t *testing.T) {
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		require.Zero(c, count(c))
 	}, 60*time.Second, 200*time.Millisecond)
+}
+
+// TestAMiniClusterCreatedAgainWaitsForWhatTheEarlierOneLeft deletes a MiniCluster and creates
+// one of the same name before the garbage collector has deleted the first one's objects: the new
+// one waits for them to go, without failing and without a Conflict, then makes its own.
+func TestAMiniClusterCreatedAgainWaitsForWhatTheEarlierOneLeft(t *testing.T) {
+	h := startManager(t)
+	ctx := context.Background()
+	ns := h.namespace(t)
+	first := v1alpha2test.MiniCluster("again").Namespace(ns).Size(2).Obj()
+	require.NoError(t, h.c.Create(ctx, first))
+	h.settle(t, first)
+	require.NoError(t, h.c.Delete(ctx, first))
+
+	second := v1alpha2test.MiniCluster("again").Namespace(ns).Size(2).Obj()
+	require.EventuallyWithT(t, func(c *assert.CollectT) { require.NoError(c, h.c.Create(ctx, second)) }, 10*time.Second, 50*time.Millisecond)
+	h.waitCondition(t, second, fluxv1alpha2.ConditionReady, metav1.ConditionFalse, fluxv1alpha2.ReasonEarlierObjectsPending)
+	h.get(t, second)
+	ready := meta.FindStatusCondition(second.Status.Conditions, fluxv1alpha2.ConditionReady)
+	require.Contains(t, ready.Message, "was left by an earlier MiniCluster of this name (uid "+string(first.UID)+")")
+	require.False(t, meta.IsStatusConditionTrue(second.Status.Conditions, fluxv1alpha2.ConditionFailed), "nothing failed")
+
+	// The garbage collector deletes the earlier one's objects; the new one makes its own.
+	h.env.RunControllers(t, "garbagecollector")
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		n := 0
+		for _, list := range []client.ObjectList{&batchv1.JobList{}, &corev1.ServiceList{}, &corev1.ConfigMapList{}, &corev1.SecretList{}} {
+			require.NoError(c, h.c.List(ctx, list, client.InNamespace(ns), client.MatchingLabels(names.SelectorLabels(second))))
+			require.NoError(c, meta.EachListItem(list, func(o runtime.Object) error {
+				obj := o.(client.Object)
+				require.Equal(c, second.UID, metav1.GetControllerOf(obj).UID, "%T %s is the new MiniCluster's", obj, obj.GetName())
+				n++
+				return nil
+			}))
+		}
+		require.Equal(c, 5, n, "the broker Job, the headless Service, two ConfigMaps and the CURVE Secret")
+	}, 60*time.Second, 200*time.Millisecond)
+	h.waitCondition(t, second, fluxv1alpha2.ConditionFailed, metav1.ConditionFalse, fluxv1alpha2.ReasonJobRunning)
 }
 
 func TestASecretOfSomeoneElseIsNotTakenForTheCertificate(t *testing.T) {

@@ -102,6 +102,9 @@ func (r *Reconciler) createCurveSecret(ctx context.Context, mc *fluxv1alpha2.Min
 // else of it is ever changed: its data is immutable.
 func (r *Reconciler) keepCurveSecret(ctx context.Context, mc *fluxv1alpha2.MiniCluster, secret *corev1.Secret) error {
 	if !curveSecretBelongs(mc, secret) {
+		if wait := leftover(mc, secret, "Secret "+secret.Namespace+"/"+secret.Name); wait != nil {
+			return wait
+		}
 		return &apply.Refusal{Reason: fluxv1alpha2.ReasonConflict, Object: "Secret " + secret.Namespace + "/" + secret.Name,
 			Message: "exists and does not belong to this MiniCluster; fluxfed does not change or delete it: delete it, or rename the MiniCluster"}
 	}

@@ -15,7 +15,8 @@ import (
 //   - *apply.Refusal: the API server refused an object (ApplyFailed, ImmutableFieldChanged), or
 //     an object of that name is not this MiniCluster's (Conflict). Failed=True.
 //   - *invalidSpecError: the spec cannot be rendered (InvalidSpec). Failed=True.
-//   - *waitError: something another party provides is not there yet (CurveSecretPending).
+//   - *waitError: something another party provides is not there yet (CurveSecretPending), or
+//     something it must take away is still there (EarlierObjectsPending).
 //     Ready=False, and nothing failed.
 //   - anything else: the API server could not be read or written. The status is left as it
 //     was, since what was observed is incomplete, and the reconcile is retried.

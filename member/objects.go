@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
@@ -30,8 +31,11 @@ func (r *Reconciler) reconcileObjects(ctx context.Context, mc *fluxv1alpha2.Mini
 	var obs observation
 	job := &batchv1.Job{}
 	switch err := r.client.Get(ctx, client.ObjectKey{Namespace: mc.Namespace, Name: names.JobName(mc)}, job); {
-	case err == nil:
+	case err == nil && metav1.IsControlledBy(job, mc):
 		obs.job = job
+	case err == nil:
+		// Another's Job of the name (an earlier MiniCluster's, say): nothing of it is this
+		// MiniCluster's status.
 	case !apierrors.IsNotFound(err):
 		return obs, fmt.Errorf("reading the broker Job: %w", err)
 	}
@@ -65,13 +69,40 @@ func (r *Reconciler) applyObject(ctx context.Context, mc *fluxv1alpha2.MiniClust
 	}
 	applied, err := r.applier.Apply(ctx, desired, apply.ControlledBy(mc))
 	var refusal *apply.Refusal
-	if o.Kind.Kind == "Service" && errors.As(err, &refusal) && refusal.Reason == fluxv1alpha2.ReasonConflict {
+	if !errors.As(err, &refusal) || refusal.Reason != fluxv1alpha2.ReasonConflict {
+		return applied, err
+	}
+	existing := &unstructured.Unstructured{}
+	existing.SetGroupVersionKind(o.Kind)
+	if gerr := r.apiReader.Get(ctx, client.ObjectKeyFromObject(desired), existing); gerr == nil {
+		if wait := leftover(mc, existing, refusal.Object); wait != nil {
+			return nil, wait
+		}
+	}
+	if o.Kind.Kind == "Service" {
 		// The one name the user picks: say which field.
 		return nil, &apply.Refusal{Reason: refusal.Reason, Object: refusal.Object, Err: refusal.Err, Message: "exists and is " +
 			"not this MiniCluster's, and MiniClusters cannot share a headless Service: set spec.network.headlessName to a " +
 			"name no other Service of the namespace has, or unset it to name the Service after the MiniCluster"}
 	}
 	return applied, err
+}
+
+// leftover returns the wait for obj, named what, when it is in the way of mc's object of its name
+// and controlled by an earlier MiniCluster of mc's name: mc, of another UID, took that one's
+// place, so it is gone and the garbage collector deletes what it controlled. nil when obj is
+// someone else's.
+func leftover(mc *fluxv1alpha2.MiniCluster, obj metav1.Object, what string) *waitError {
+	ref := metav1.GetControllerOf(obj)
+	if ref == nil || ref.Kind != "MiniCluster" || ref.Name != mc.Name || ref.UID == mc.UID {
+		return nil
+	}
+	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != fluxv1alpha2.GroupName {
+		return nil
+	}
+	return &waitError{reason: fluxv1alpha2.ReasonEarlierObjectsPending, message: fmt.Sprintf(
+		"%s was left by an earlier MiniCluster of this name (uid %s), which is gone: the garbage collector deletes it, and this "+
+			"MiniCluster's is created then", what, ref.UID)}
 }
 
 // desiredObject is the apply request for o: controlled by mc, so that deleting the MiniCluster
