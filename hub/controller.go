@@ -47,11 +47,13 @@ type Members interface {
 
 // What the hub needs on its own cluster (deploy/hub); the MiniCluster reconciler's own
 // permissions are in deploy/rbac. Namespaces: get is for naming the hub after kube-system.
+// Secrets: create, in the members namespace only, is for the hub's ownership key (proof.go).
 // +kubebuilder:rbac:groups=flux-framework.org,resources=miniclusters,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=flux-framework.org,resources=miniclusters/status,verbs=get;patch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=pods;nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",namespace=fluxfed-system,resources=secrets,verbs=create
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -81,6 +83,8 @@ type Reconciler struct {
 	leads sync.Map
 	// orphansMu serializes the writes of MemberClusters' status.orphans.
 	orphansMu sync.Mutex
+	// keys holds the key of the hub's proofs of ownership, once read.
+	keys keyring
 }
 
 // Setup adds the hub to mgr: the root reconciler and the orphan sweep. registry is the provider
@@ -165,6 +169,10 @@ func (r *Reconciler) burst(ctx context.Context, root *fluxv1alpha2.MiniCluster) 
 	if err := bursting.ValidateFederation(root); err != nil {
 		return reconcile.Result{}, r.refuse(ctx, root, err)
 	}
+	p, err := r.prover(ctx)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
 	events := &eventQueue{}
 	svc, svcErr := r.exposeLeadBroker(ctx, root)
 	if svcErr != nil && !isRefusal(svcErr) {
@@ -181,11 +189,11 @@ func (r *Reconciler) burst(ctx context.Context, root *fluxv1alpha2.MiniCluster) 
 	if fed.plan != nil {
 		obs := r.observeFlux(ctx, root)
 		idle := r.scale(ctx, root, fed, obs, events)
-		r.push(ctx, root, fed, events)
+		r.push(ctx, root, p, fed, events)
 		fed.flux = fluxStatus(obs)
 		fed.requeue = sooner(fed.requeue, obs.next, idle, r.joinFlux(fed.plan, obs, fed.bursts))
 	}
-	removeErr := r.removeStale(ctx, root, fed, events)
+	removeErr := r.removeStale(ctx, root, p, fed, events)
 	if err := r.writeStatus(ctx, root, fed, events); err != nil {
 		return reconcile.Result{}, errors.Join(err, removeErr)
 	}
@@ -334,20 +342,29 @@ func (r *Reconciler) now() metav1.Time { return metav1.NewTime(r.opts.Clock()) }
 // sweeper runs the orphan sweep every SweepInterval.
 type sweeper struct{ r *Reconciler }
 
+// Start sweeps every SweepInterval, the first time sooner (after a restart, what a hub killed
+// mid-way left is found early), and puts back the ownership key's Secret if it was deleted.
 func (s *sweeper) Start(ctx context.Context) error {
-	ticker := time.NewTicker(s.r.opts.SweepInterval)
-	defer ticker.Stop()
+	timer := time.NewTimer(min(s.r.opts.SweepInterval, firstSweep))
+	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-ticker.C:
+		case <-timer.C:
+			if err := s.r.keepKey(ctx); err != nil {
+				ctrl.LoggerFrom(ctx).Error(err, "Keeping the hub's ownership key")
+			}
 			if _, err := s.r.Sweep(ctx); err != nil {
 				ctrl.LoggerFrom(ctx).Error(err, "Orphan sweep")
 			}
+			timer.Reset(s.r.opts.SweepInterval)
 		}
 	}
 }
+
+// firstSweep is how soon after the hub starts it sweeps the first time.
+const firstSweep = 30 * time.Second
 
 // NeedLeaderElection is true: only the leading hub deletes.
 func (s *sweeper) NeedLeaderElection() bool { return true }

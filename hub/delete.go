@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -46,9 +45,9 @@ const (
 // no longer has (a burst moved to another member or namespace, or stopped naming a member),
 // those of bursts scaled to size 0, and those the member's owner no longer allows (push marked
 // their bursts Withdraw). The root's
-// ledger says what there is, so a settled root costs no request. A failed delete is returned, to
+// ledger says where to look, so a settled root costs no request. A failed delete is returned, to
 // be retried.
-func (r *Reconciler) removeStale(ctx context.Context, root *fluxv1alpha2.MiniCluster, fed *federation, events *eventQueue) error {
+func (r *Reconciler) removeStale(ctx context.Context, root *fluxv1alpha2.MiniCluster, p *prover, fed *federation, events *eventQueue) error {
 	if fed.plan == nil {
 		return nil
 	}
@@ -66,8 +65,8 @@ func (r *Reconciler) removeStale(ctx context.Context, root *fluxv1alpha2.MiniClu
 			why[k] = "its burst's size is 0"
 		}
 	}
-	return r.deleteOnMembers(ctx, r.ledgerOf(root), r.reachable(), false, events, func(p fluxv1alpha2.PushedObject) string {
-		if reason, planned := why[p.Cluster+"/"+p.Namespace+"/"+childNameOf(p)]; planned {
+	return r.deleteOnMembers(ctx, p, root, r.ledgerOf(root), r.reachable(), false, events, func(o fluxv1alpha2.PushedObject) string {
+		if reason, planned := why[o.Cluster+"/"+o.Namespace+"/"+childNameOf(o)]; planned {
 			return reason
 		}
 		return "its burst left the member"
@@ -78,9 +77,16 @@ func (r *Reconciler) removeStale(ctx context.Context, root *fluxv1alpha2.MiniClu
 // members are deleted on every member the hub reaches, then the hub's status fields and
 // finalizer go. What is on a member out of reach is left to the orphan sweep.
 func (r *Reconciler) unburst(ctx context.Context, root *fluxv1alpha2.MiniCluster) (reconcile.Result, error) {
+	p, err := r.prover(ctx)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
 	events := &eventQueue{}
 	l := r.ledgerOf(root)
-	if err := r.deleteOnMembers(ctx, l, r.reachable(), false, events, everything); err != nil {
+	if err := r.discover(ctx, p, root, l, r.reachable()); err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := r.deleteOnMembers(ctx, p, root, l, r.reachable(), false, events, everything); err != nil {
 		events.flush(r.recorder, root)
 		return reconcile.Result{}, err
 	}
@@ -108,13 +114,18 @@ func (r *Reconciler) finalize(ctx context.Context, root *fluxv1alpha2.MiniCluste
 	if !slices.Contains(root.Finalizers, fluxv1alpha2.FinalizerBursts) {
 		return reconcile.Result{}, nil
 	}
+	p, err := r.prover(ctx)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
 	l := r.ledgerOf(root)
-	names := map[string]bool{}
-	for _, p := range l.list() {
-		names[p.Cluster] = true
+	// What the cache holds of the root on the members it reaches is looked for too: the ledger
+	// names everything the hub created, unless someone rewrote the root's status.
+	if err := r.discover(ctx, p, root, l, r.reachable()); err != nil {
+		return reconcile.Result{}, err
 	}
 	var pending, unregistered, ready []string
-	for _, name := range slices.Sorted(maps.Keys(names)) {
+	for _, name := range l.clusters() {
 		switch s := r.members.State(ctx, name); s.Phase {
 		case members.PhaseReady:
 			ready = append(ready, name)
@@ -125,7 +136,7 @@ func (r *Reconciler) finalize(ctx context.Context, root *fluxv1alpha2.MiniCluste
 		}
 	}
 	events := &eventQueue{}
-	if err := r.deleteOnMembers(ctx, l, ready, true, events, everything); err != nil {
+	if err := r.deleteOnMembers(ctx, p, root, l, ready, true, events, everything); err != nil {
 		pending = append(pending, err.Error())
 	}
 	if len(pending) > 0 {
@@ -194,10 +205,13 @@ func (r *Reconciler) updateOrphans(ctx context.Context, member string, change fu
 	if err != nil {
 		return fmt.Errorf("encoding the orphans: %w", err)
 	}
-	u := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"orphans": status["orphans"]}}}
-	if len(next) == 0 {
-		u.Object["status"] = map[string]any{}
+	// The list is always sent, empty too: applied with force, it replaces a list that another
+	// field manager wrote, which an apply that left it out would keep.
+	orphans := status["orphans"]
+	if orphans == nil {
+		orphans = []any{}
 	}
+	u := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"orphans": orphans}}}
 	u.SetGroupVersionKind(fedv1alpha1.GroupVersion.WithKind("MemberCluster"))
 	u.SetName(member)
 	u.SetUID(mcl.UID)
@@ -236,27 +250,26 @@ func (r *Reconciler) forget(root *fluxv1alpha2.MiniCluster) {
 	})
 }
 
-// deleteOnMembers deletes, on the given members at once, the objects of ledger l for which remove
-// says why they go (it returns "" for those that stay), forgets them in l, and queues an event
-// for each child, saying why (with final, a root being
-// deleted, they are logged instead). Each is deleted by name with its recorded UID as a
-// precondition: an object of that name that the hub did not create is never deleted, and one
-// already gone counts as deleted. Nothing is read first, so a settled root costs no request.
-func (r *Reconciler) deleteOnMembers(ctx context.Context, l *ledger, names []string, final bool,
+// deleteOnMembers deletes, on the given members at once, the objects of root's ledger l for which
+// remove says why they go (it returns "" for those that stay), forgets them in l, and queues an
+// event for each child, saying why (with final, a root being deleted, they are logged instead).
+// Only an object that carries the hub's proof for root is deleted (deleteProven); an entry that
+// names anything else is forgotten.
+func (r *Reconciler) deleteOnMembers(ctx context.Context, p *prover, root *fluxv1alpha2.MiniCluster, l *ledger, names []string, final bool,
 	events *eventQueue, remove func(fluxv1alpha2.PushedObject) string) error {
 	var mu sync.Mutex
 	errs := r.forEachMember(ctx, names, func(ctx context.Context, member string) error {
 		var selected []fluxv1alpha2.PushedObject
 		why := map[string]string{}
-		for _, p := range l.on(member) {
-			if reason := remove(p); reason != "" {
-				selected = append(selected, p)
-				why[p.Namespace+"/"+childNameOf(p)] = reason
+		for _, o := range l.on(member) {
+			if reason := remove(o); reason != "" {
+				selected = append(selected, o)
+				why[o.Namespace+"/"+childNameOf(o)] = reason
 			}
 		}
-		deleted, gone, err := r.deleteRecorded(ctx, member, selected)
-		for _, p := range gone {
-			l.drop(p)
+		deleted, done, err := r.deleteProven(ctx, p, member, selected, root)
+		for _, o := range done {
+			l.drop(o)
 		}
 		mu.Lock()
 		defer mu.Unlock()
@@ -280,10 +293,14 @@ func (r *Reconciler) deleteOnMembers(ctx context.Context, l *ledger, names []str
 	return errors.Join(out...)
 }
 
-// deleteRecorded deletes the recorded objects on member, each only if it still has its recorded
-// UID. It returns what it deleted by child ("namespace/child"), and the objects that are gone
-// now (deleted, or not there any more), which the caller forgets.
-func (r *Reconciler) deleteRecorded(ctx context.Context, member string, objects []fluxv1alpha2.PushedObject) (map[string][]string, []fluxv1alpha2.PushedObject, error) {
+// deleteProven deletes on member each of objects that is the hub's and root's: each is read
+// from the member's API server and deleted only if it carries the hub's proof for root (with
+// root nil, for a root that is gone or no longer bursts: an orphan), with the UID it was read
+// with as a precondition. It returns what it deleted by child ("namespace/child"), and the
+// objects that are done with: deleted, gone, or not the hub's to delete (a record that names
+// someone else's object is never acted on).
+func (r *Reconciler) deleteProven(ctx context.Context, p *prover, member string, objects []fluxv1alpha2.PushedObject,
+	root *fluxv1alpha2.MiniCluster) (map[string][]string, []fluxv1alpha2.PushedObject, error) {
 	if len(objects) == 0 {
 		return nil, nil, nil
 	}
@@ -291,63 +308,160 @@ func (r *Reconciler) deleteRecorded(ctx context.Context, member string, objects 
 	if s.Cluster == nil {
 		return nil, nil, nil
 	}
+	log := ctrl.LoggerFrom(ctx)
 	deleted := map[string][]string{}
-	var gone []fluxv1alpha2.PushedObject
+	var done []fluxv1alpha2.PushedObject
 	var failed []error
-	for _, p := range objects {
-		obj := recordedObject(p)
-		uid := types.UID(p.UID)
-		err := s.Cluster.GetClient().Delete(ctx, obj, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
-		switch {
-		case err == nil:
-			child := p.Namespace + "/" + childNameOf(p)
-			deleted[child] = append(deleted[child], describe(obj))
-		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
-			// Gone, or another object of that name now (the UID precondition failed): not ours.
-		default:
-			failed = append(failed, fmt.Errorf("deleting %s: %w", describe(obj), err))
+	for _, o := range objects {
+		obj := recordedObject(o)
+		switch err := s.Cluster.GetAPIReader().Get(ctx, client.ObjectKeyFromObject(obj), obj); {
+		case apierrors.IsNotFound(err):
+			done = append(done, o)
+			continue
+		case err != nil:
+			failed = append(failed, fmt.Errorf("reading %s: %w", describe(obj), err))
 			continue
 		}
-		gone = append(gone, p)
+		origin, ours := p.verify(member, o.Kind, obj)
+		switch {
+		case ours && root != nil:
+			ours = origin.UID == root.UID
+		case ours:
+			var err error
+			if ours, err = r.rootGone(ctx, origin); err != nil {
+				failed = append(failed, err)
+				continue
+			}
+		}
+		if !ours {
+			log.V(1).Info("Leaving alone an object recorded as the hub's that is not", "object", describe(obj), "recordedUID", o.UID)
+			done = append(done, o)
+			continue
+		}
+		switch err := deleteByUID(ctx, s.Cluster.GetClient(), obj); {
+		case err == nil:
+			child := o.Namespace + "/" + childNameOf(o)
+			deleted[child] = append(deleted[child], describe(obj))
+			done = append(done, o)
+		case apierrors.IsConflict(err):
+			// Another object of that name since it was read: judged again next time.
+		default:
+			failed = append(failed, err)
+		}
 	}
-	return deleted, gone, errors.Join(failed...)
+	return deleted, done, errors.Join(failed...)
 }
 
-// recordedObject returns an object that names p, with its recorded UID.
+// deleteByUID deletes obj, as it was read: another object of its name is left alone. One
+// already gone counts as deleted; the UID precondition's failure is returned as a Conflict.
+func deleteByUID(ctx context.Context, c client.Client, obj client.Object) error {
+	uid := obj.GetUID()
+	err := c.Delete(ctx, obj, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting %s: %w", describe(obj), err)
+	}
+	return nil
+}
+
+// recordedObject returns an empty object of p's kind that names p.
 func recordedObject(p fluxv1alpha2.PushedObject) client.Object {
-	meta := metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: types.UID(p.UID)}
+	meta := metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name}
 	if p.Kind == "Secret" {
 		return &corev1.Secret{ObjectMeta: meta}
 	}
 	return &fluxv1alpha2.MiniCluster{ObjectMeta: meta}
 }
 
+// discover enters in root's ledger l what the caches of the given members hold of the root and
+// carries the hub's proof for it: it finds what the hub created even when the root's
+// status.pushed does not say so. It costs no request.
+func (r *Reconciler) discover(ctx context.Context, p *prover, root *fluxv1alpha2.MiniCluster, l *ledger, names []string) error {
+	labels := fluxv1alpha2.RootOrigin(r.opts.Name, root).Labels()
+	var errs []error
+	for _, member := range names {
+		found, err := r.cached(ctx, member, client.MatchingLabels(labels))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("member %s: %w", member, err))
+			continue
+		}
+		for _, obj := range found {
+			if origin, ok := p.verify(member, kindOf(obj), obj); ok && origin.UID == root.UID {
+				l.record(member, obj)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// cached returns the children and Secrets that member's cache holds (only the hub's labelled
+// objects, in the namespaces it watches), selected by opts; nothing when the hub may not use
+// the member now.
+func (r *Reconciler) cached(ctx context.Context, member string, opts ...client.ListOption) ([]client.Object, error) {
+	s := r.members.State(ctx, member)
+	if s.Cluster == nil {
+		return nil, nil
+	}
+	var children fluxv1alpha2.MiniClusterList
+	var secrets corev1.SecretList
+	if err := s.Cluster.GetClient().List(ctx, &children, opts...); err != nil {
+		return nil, fmt.Errorf("listing the children the hub holds: %w", err)
+	}
+	if err := s.Cluster.GetClient().List(ctx, &secrets, opts...); err != nil {
+		return nil, fmt.Errorf("listing the Secrets the hub holds: %w", err)
+	}
+	out := make([]client.Object, 0, len(children.Items)+len(secrets.Items))
+	for i := range children.Items {
+		out = append(out, &children.Items[i])
+	}
+	for i := range secrets.Items {
+		out = append(out, &secrets.Items[i])
+	}
+	return out, nil
+}
+
 // Sweep deletes, on every member the hub reaches, what the hub created for roots that are gone
-// but could not be deleted with them (their member did not answer then), and returns what it
-// deleted. Only recorded objects with their recorded UIDs are deleted: objects that merely
-// carry this hub's labels are never taken for orphans.
+// but could not be deleted with them, and returns what it deleted. It looks where the
+// MemberClusters' status.orphans say, and at everything the members' caches hold; it deletes
+// only objects that carry the hub's proof for a root that no longer exists (or no longer
+// bursts), each read first and deleted with its UID as a precondition.
 func (r *Reconciler) Sweep(ctx context.Context) ([]string, error) {
+	p, err := r.prover(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var list fedv1alpha1.MemberClusterList
 	if err := r.client.List(ctx, &list); err != nil {
 		return nil, fmt.Errorf("listing the MemberClusters: %w", err)
 	}
-	orphans := map[string][]fluxv1alpha2.PushedObject{}
+	hints := map[string][]fluxv1alpha2.PushedObject{}
 	for _, mcl := range list.Items {
 		for _, o := range mcl.Status.Orphans {
-			orphans[mcl.Name] = append(orphans[mcl.Name], fluxv1alpha2.PushedObject{Cluster: mcl.Name, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, UID: o.UID})
+			hints[mcl.Name] = append(hints[mcl.Name], fluxv1alpha2.PushedObject{Cluster: mcl.Name, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, UID: o.UID})
 		}
-	}
-	if len(orphans) == 0 {
-		return nil, nil
 	}
 	var mu sync.Mutex
 	var deleted []string
 	errs := r.forEachMember(ctx, r.reachable(), func(ctx context.Context, member string) error {
-		d, gone, err := r.deleteRecorded(ctx, member, orphans[member])
-		if len(gone) > 0 {
+		candidates, err := r.orphansIn(ctx, p, member)
+		if err != nil {
+			return err
+		}
+		for _, o := range hints[member] {
+			if !slices.ContainsFunc(candidates, func(c fluxv1alpha2.PushedObject) bool { return pushedKey(c) == pushedKey(o) }) {
+				candidates = append(candidates, o)
+			}
+		}
+		d, done, err := r.deleteProven(ctx, p, member, candidates, nil)
+		var forget []fluxv1alpha2.PushedObject
+		for _, o := range done {
+			if slices.Contains(hints[member], o) {
+				forget = append(forget, o)
+			}
+		}
+		if len(forget) > 0 {
 			forgotten := map[fedv1alpha1.OrphanObject]bool{}
-			for _, p := range gone {
-				forgotten[fedv1alpha1.OrphanObject{Kind: p.Kind, Namespace: p.Namespace, Name: p.Name, UID: p.UID}] = true
+			for _, o := range forget {
+				forgotten[fedv1alpha1.OrphanObject{Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, UID: o.UID}] = true
 			}
 			err = errors.Join(err, r.updateOrphans(ctx, member, func(current []fedv1alpha1.OrphanObject) []fedv1alpha1.OrphanObject {
 				return slices.DeleteFunc(slices.Clone(current), func(o fedv1alpha1.OrphanObject) bool { return forgotten[o] })
@@ -369,6 +483,40 @@ func (r *Reconciler) Sweep(ctx context.Context) ([]string, error) {
 	}
 	slices.Sort(deleted)
 	return deleted, errors.Join(out...)
+}
+
+// orphansIn returns what member's cache holds that carries the hub's proof for a root that is
+// gone.
+func (r *Reconciler) orphansIn(ctx context.Context, p *prover, member string) ([]fluxv1alpha2.PushedObject, error) {
+	found, err := r.cached(ctx, member)
+	if err != nil {
+		return nil, err
+	}
+	var out []fluxv1alpha2.PushedObject
+	for _, obj := range found {
+		origin, ok := p.verify(member, kindOf(obj), obj)
+		if !ok {
+			continue
+		}
+		switch gone, err := r.rootGone(ctx, origin); {
+		case err != nil:
+			return nil, err
+		case gone:
+			out = append(out, fluxv1alpha2.PushedObject{Cluster: member, Kind: kindOf(obj), Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: string(obj.GetUID())})
+		}
+	}
+	return out, nil
+}
+
+// rootGone reports whether the root origin names no longer exists, or exists but bursts no more
+// (its children were deleted and its finalizer released): what the hub created for it is an
+// orphan.
+func (r *Reconciler) rootGone(ctx context.Context, origin fluxv1alpha2.Origin) (bool, error) {
+	root, err := r.rootOf(ctx, origin)
+	if err != nil {
+		return false, err
+	}
+	return root == nil || !isRootOfHub(root), nil
 }
 
 // childNameOf returns the name of the child a recorded object belongs to: the MiniCluster

@@ -5,71 +5,99 @@ import (
 	"slices"
 	"sync"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 )
 
-// A ledger is the hub's record of the objects it created on members for one root: its proof of
-// ownership. Labels and annotations can be written by anyone who may write an object on a
-// member, so a child or Secret that carries the root's origin is not enough: it is the root's
-// only when its UID, given by the member's API server when the hub created it, is recorded. The
-// ledger is persisted in the root's status.pushed, which only the hub writes, and kept in memory
-// between reconciles, so that an object created just before a failed status write stays known.
+// A ledger is the hub's index of the objects it created, or is about to create, on members for
+// one root: where to look for them. It proves nothing: whoever may write the root's status may
+// write its status.pushed, where the ledger is persisted. What proves that an object is the
+// hub's is the proof it carries (proof.go), checked before anything is changed or deleted; an
+// entry whose object does not carry it is dropped, never acted on.
+//
+// Every object is entered before it is created, and the entry is persisted in status.pushed
+// before the create is sent (Reconciler.intend), so that a hub that dies at any moment after a
+// create finds the object again. The entry gets the object's UID once the hub has seen it.
 //
 // A ledger is safe for concurrent use: the members of a root are pushed to at once.
 type ledger struct {
 	mu      sync.Mutex
-	entries map[ledgerKey]string
+	entries map[ledgerKey]ledgerEntry
 }
 
 type ledgerKey struct {
 	cluster, kind, namespace, name string
 }
 
+type ledgerEntry struct {
+	// uid is the object's UID as the hub last saw it; empty before that.
+	uid string
+	// persisted is true when the entry is in the root's status.pushed, as last read or written.
+	persisted bool
+}
+
 // newLedger returns the ledger recorded in a root's status.
 func newLedger(pushed []fluxv1alpha2.PushedObject) *ledger {
-	l := &ledger{entries: make(map[ledgerKey]string, len(pushed))}
+	l := &ledger{entries: make(map[ledgerKey]ledgerEntry, len(pushed))}
 	for _, p := range pushed {
-		l.entries[ledgerKey{p.Cluster, p.Kind, p.Namespace, p.Name}] = p.UID
+		l.entries[pushedKey(p)] = ledgerEntry{uid: p.UID, persisted: true}
 	}
 	return l
 }
 
 // keyOf returns the ledger key of obj on member: its kind is a child MiniCluster or a Secret.
-func keyOf(member string, obj metav1.Object) ledgerKey {
-	kind := "MiniCluster"
-	if _, ok := obj.(*corev1.Secret); ok {
-		kind = "Secret"
+func keyOf(member string, obj client.Object) ledgerKey {
+	return ledgerKey{member, kindOf(obj), obj.GetNamespace(), obj.GetName()}
+}
+
+func pushedKey(p fluxv1alpha2.PushedObject) ledgerKey {
+	return ledgerKey{p.Cluster, p.Kind, p.Namespace, p.Name}
+}
+
+// intend enters the objects keys name, which the hub is about to create, and reports whether
+// one of them is not persisted yet: the root's status must name it before it is created.
+func (l *ledger) intend(keys []ledgerKey) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	unpersisted := false
+	for _, k := range keys {
+		e, ok := l.entries[k]
+		if !ok {
+			l.entries[k] = ledgerEntry{}
+		}
+		unpersisted = unpersisted || !e.persisted
 	}
-	return ledgerKey{member, kind, obj.GetNamespace(), obj.GetName()}
+	return unpersisted
 }
 
-// owns reports whether obj on member is the object the hub created: its UID is recorded.
-func (l *ledger) owns(member string, obj metav1.Object) bool {
+// record notes obj on member, as the hub created or found it with its proof.
+func (l *ledger) record(member string, obj client.Object) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	uid, ok := l.entries[keyOf(member, obj)]
-	return ok && uid != "" && uid == string(obj.GetUID())
+	k := keyOf(member, obj)
+	e := l.entries[k]
+	e.uid = string(obj.GetUID())
+	l.entries[k] = e
 }
 
-// record notes that the hub created obj on member (or keeps it: recording an owned object
-// again changes nothing). An object of the same name recorded before, now gone, is replaced.
-func (l *ledger) record(member string, obj metav1.Object) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.entries[keyOf(member, obj)] = string(obj.GetUID())
-}
-
-// drop forgets p, once it is deleted or known to be gone, unless another UID was recorded for
-// its name since.
+// drop forgets p: its object is gone, or is not the hub's.
 func (l *ledger) drop(p fluxv1alpha2.PushedObject) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	key := ledgerKey{p.Cluster, p.Kind, p.Namespace, p.Name}
-	if uid, ok := l.entries[key]; ok && uid == p.UID {
-		delete(l.entries, key)
+	delete(l.entries, pushedKey(p))
+}
+
+// persist notes that the root's status.pushed now holds the entries of pushed.
+func (l *ledger) persist(pushed []fluxv1alpha2.PushedObject) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, p := range pushed {
+		k := pushedKey(p)
+		if e, ok := l.entries[k]; ok {
+			e.persisted = true
+			l.entries[k] = e
+		}
 	}
 }
 
@@ -84,13 +112,22 @@ func (l *ledger) on(member string) []fluxv1alpha2.PushedObject {
 	return out
 }
 
+// clusters returns the members the entries are on, sorted.
+func (l *ledger) clusters() []string {
+	var out []string
+	for _, p := range l.list() {
+		out = append(out, p.Cluster)
+	}
+	return slices.Compact(out)
+}
+
 // list returns the entries in a stable order, as status.pushed.
 func (l *ledger) list() []fluxv1alpha2.PushedObject {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out := make([]fluxv1alpha2.PushedObject, 0, len(l.entries))
-	for k, uid := range l.entries {
-		out = append(out, fluxv1alpha2.PushedObject{Cluster: k.cluster, Kind: k.kind, Namespace: k.namespace, Name: k.name, UID: uid})
+	for k, e := range l.entries {
+		out = append(out, fluxv1alpha2.PushedObject{Cluster: k.cluster, Kind: k.kind, Namespace: k.namespace, Name: k.name, UID: e.uid})
 	}
 	slices.SortFunc(out, func(a, b fluxv1alpha2.PushedObject) int {
 		return cmp.Or(cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.Namespace, b.Namespace),

@@ -11,52 +11,36 @@ import (
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 )
 
-func TestLedgerOwnsOnlyWhatItRecorded(t *testing.T) {
-	child := func(ns, name, uid string) *fluxv1alpha2.MiniCluster {
-		return &fluxv1alpha2.MiniCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(uid)}}
-	}
-	secret := func(ns, name, uid string) *corev1.Secret {
-		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(uid)}}
-	}
+func TestLedgerAsksForItsIntentsToBePersistedOnce(t *testing.T) {
+	child := ledgerKey{"member-a", "MiniCluster", "research", "burst-a"}
+	secret := ledgerKey{"member-a", "Secret", "research", "burst-a-curve"}
 	l := newLedger([]fluxv1alpha2.PushedObject{
-		{Cluster: "member-a", Kind: "MiniCluster", Namespace: "research", Name: "burst-a", UID: "uid-1"},
-		{Cluster: "member-a", Kind: "Secret", Namespace: "research", Name: "burst-a-curve", UID: "uid-2"},
+		{Cluster: "member-b", Kind: "MiniCluster", Namespace: "research", Name: "burst-b", UID: "uid-1"},
 	})
-	tests := []struct {
-		name   string
-		member string
-		obj    metav1.Object
-		owns   bool
-	}{
-		{"the recorded child", "member-a", child("research", "burst-a", "uid-1"), true},
-		{"the recorded Secret", "member-a", secret("research", "burst-a-curve", "uid-2"), true},
-		{"same name, another UID (re-created by someone else)", "member-a", child("research", "burst-a", "uid-9"), false},
-		{"same name and UID on another member", "member-b", child("research", "burst-a", "uid-1"), false},
-		{"same name in another namespace", "member-a", child("prod", "burst-a", "uid-1"), false},
-		{"a Secret named like the child", "member-a", secret("research", "burst-a", "uid-1"), false},
-		{"a child named like the Secret", "member-a", child("research", "burst-a-curve", "uid-2"), false},
-		{"an object without a UID", "member-a", child("research", "burst-a", ""), false},
-		{"never recorded", "member-a", child("research", "payroll", "uid-3"), false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			require.Equal(t, tt.owns, l.owns(tt.member, tt.obj))
-		})
-	}
-
-	// Re-created by the hub: the new UID replaces the old one.
-	l.record("member-a", child("research", "burst-a", "uid-5"))
-	require.True(t, l.owns("member-a", child("research", "burst-a", "uid-5")))
-	require.False(t, l.owns("member-a", child("research", "burst-a", "uid-1")))
-	// Forgetting an object that is not the recorded one changes nothing.
-	l.drop(fluxv1alpha2.PushedObject{Cluster: "member-a", Kind: "MiniCluster", Namespace: "research", Name: "burst-a", UID: "uid-1"})
-	require.True(t, l.owns("member-a", child("research", "burst-a", "uid-5")))
-	l.drop(fluxv1alpha2.PushedObject{Cluster: "member-a", Kind: "MiniCluster", Namespace: "research", Name: "burst-a", UID: "uid-5"})
+	require.False(t, l.intend([]ledgerKey{{"member-b", "MiniCluster", "research", "burst-b"}}), "what the status names is persisted")
+	require.True(t, l.intend([]ledgerKey{child, secret}), "new objects must be written to the status before they are created")
+	require.True(t, l.intend([]ledgerKey{child}), "and stay unpersisted until they are")
 	require.Equal(t, []fluxv1alpha2.PushedObject{
-		{Cluster: "member-a", Kind: "Secret", Namespace: "research", Name: "burst-a-curve", UID: "uid-2"},
-	}, l.list())
-	require.Empty(t, l.on("member-b"))
-	require.Len(t, l.list(), 1)
+		{Cluster: "member-a", Kind: "MiniCluster", Namespace: "research", Name: "burst-a"},
+		{Cluster: "member-a", Kind: "Secret", Namespace: "research", Name: "burst-a-curve"},
+		{Cluster: "member-b", Kind: "MiniCluster", Namespace: "research", Name: "burst-b", UID: "uid-1"},
+	}, l.list(), "an intent has no UID yet")
+	l.persist(l.list())
+	require.False(t, l.intend([]ledgerKey{child, secret}))
+
+	// Created: the UID is recorded, the entry stays persisted.
+	l.record("member-a", &fluxv1alpha2.MiniCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "research", Name: "burst-a", UID: "uid-2"}})
+	l.record("member-a", &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "research", Name: "burst-a-curve", UID: "uid-3"}})
+	require.False(t, l.intend([]ledgerKey{child, secret}))
+	require.Equal(t, []string{"member-a", "member-b"}, l.clusters())
+	require.Equal(t, []fluxv1alpha2.PushedObject{
+		{Cluster: "member-a", Kind: "MiniCluster", Namespace: "research", Name: "burst-a", UID: "uid-2"},
+		{Cluster: "member-a", Kind: "Secret", Namespace: "research", Name: "burst-a-curve", UID: "uid-3"},
+	}, l.on("member-a"))
+
+	// Dropped and wanted again: it must be persisted again before the next create.
+	l.drop(fluxv1alpha2.PushedObject{Cluster: "member-a", Kind: "MiniCluster", Namespace: "research", Name: "burst-a"})
+	require.True(t, l.intend([]ledgerKey{child}))
 }
 
 func TestLedgerListIsStable(t *testing.T) {
@@ -71,4 +55,6 @@ func TestLedgerListIsStable(t *testing.T) {
 		uids = append(uids, p.UID)
 	}
 	require.Equal(t, []string{"1", "2", "3", "4"}, uids, "by member, namespace, name: status.pushed does not churn")
+	require.Equal(t, ledgerKey{"member-a", "Secret", "n", "x-curve"},
+		keyOf("member-a", &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "n", Name: "x-curve", UID: types.UID("2")}}))
 }

@@ -23,18 +23,21 @@ import (
 // Defaults of Options.
 const (
 	DefaultMembersNamespace = "fluxfed-system"
-	DefaultMemberTimeout    = 10 * time.Second
-	DefaultProbeTimeout     = 3 * time.Second
-	DefaultProbeInterval    = 30 * time.Second
-	DefaultCleanupTimeout   = 2 * time.Minute
-	DefaultSweepInterval    = 5 * time.Minute
-	DefaultConcurrency      = 8
-	DefaultRetryBase        = time.Second
-	DefaultRetryMax         = time.Minute
-	DefaultFluxInterval     = 10 * time.Second
-	DefaultFluxIntervalMax  = 2 * time.Minute
-	DefaultFluxTimeout      = 10 * time.Second
-	DefaultJoinTimeout      = 2 * time.Minute
+	// DefaultOwnershipKeySecret is the Secret of the members namespace that holds the key of
+	// the hub's proofs of ownership (proof.go); the hub creates it on its first start.
+	DefaultOwnershipKeySecret = "fluxfed-hub-ownership"
+	DefaultMemberTimeout      = 10 * time.Second
+	DefaultProbeTimeout       = 3 * time.Second
+	DefaultProbeInterval      = 30 * time.Second
+	DefaultCleanupTimeout     = 2 * time.Minute
+	DefaultSweepInterval      = 5 * time.Minute
+	DefaultConcurrency        = 8
+	DefaultRetryBase          = time.Second
+	DefaultRetryMax           = time.Minute
+	DefaultFluxInterval       = 10 * time.Second
+	DefaultFluxIntervalMax    = 2 * time.Minute
+	DefaultFluxTimeout        = 10 * time.Second
+	DefaultJoinTimeout        = 2 * time.Minute
 )
 
 // Options configure the hub. The zero value of every field but Name means its default.
@@ -45,6 +48,10 @@ type Options struct {
 	Name string
 	// MembersNamespace is the hub namespace that holds the members' kubeconfig Secrets.
 	MembersNamespace string
+	// OwnershipKeySecret is the Secret of MembersNamespace that holds the key with which the
+	// hub proves what it created on members. It is created on the hub's first start; deleting
+	// it while the hub is stopped disowns everything the hub pushed (docs/security.md).
+	OwnershipKeySecret string
 	// Members configure how members are reached and health-checked.
 	Members members.Options
 	// MemberTimeout bounds the requests of one reconcile to one member: a member that stops
@@ -92,6 +99,7 @@ func (o Options) withDefaults() (Options, error) {
 		return o, errors.New("hub: Options.Name (the hub identity) is required")
 	}
 	setDefault(&o.MembersNamespace, DefaultMembersNamespace)
+	setDefault(&o.OwnershipKeySecret, DefaultOwnershipKeySecret)
 	setDefault(&o.MemberTimeout, DefaultMemberTimeout)
 	setDefault(&o.ProbeTimeout, DefaultProbeTimeout)
 	setDefault(&o.ProbeInterval, DefaultProbeInterval)

@@ -11,9 +11,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
@@ -24,6 +26,7 @@ import (
 	"github.com/fluxfed/fluxfed/internal/metrics"
 	"github.com/fluxfed/fluxfed/member/apply"
 	"github.com/fluxfed/fluxfed/member/render"
+	"github.com/fluxfed/fluxfed/member/render/names"
 )
 
 // exposeLeadBroker applies the root's lead broker Service and returns it as stored. A Service of
@@ -46,69 +49,46 @@ func (r *Reconciler) exposeLeadBroker(ctx context.Context, root *fluxv1alpha2.Mi
 // at once, and records the outcome in fed.bursts. Bursts whose member cannot be used now (see
 // observe) are left as observed. Until the root's certificate exists (the member reconciler
 // creates it in a moment, and its event brings the root back) the children are only read.
-func (r *Reconciler) push(ctx context.Context, root *fluxv1alpha2.MiniCluster, fed *federation, events *eventQueue) {
-	byMember := map[string][]int{}
-	children := map[string]bursting.Child{}
-	for _, c := range fed.plan.Children {
-		children[c.Burst] = c
-	}
-	for i, o := range fed.bursts {
-		if !o.Reserved && o.Err == nil && !o.Keep && o.Size > 0 {
-			byMember[o.Cluster] = append(byMember[o.Cluster], i)
-		}
+//
+// Before anything is created, the objects to create are entered in the root's ledger and, when
+// the root's status does not name them yet, written there (intend): whenever the hub dies, it
+// knows where to look for what it created.
+func (r *Reconciler) push(ctx context.Context, root *fluxv1alpha2.MiniCluster, p *prover, fed *federation, events *eventQueue) {
+	plan := r.pushTargets(ctx, root, fed)
+	if plan.waiting {
+		fed.requeue = sooner(fed.requeue, scopeWait)
 	}
 	l := r.ledgerOf(root)
-	var waiting atomic.Bool
-	r.forEachMember(ctx, keys(byMember), func(ctx context.Context, member string) error {
+	if len(fed.cert) > 0 {
+		if err := r.intend(ctx, root, l, plan.targets); err != nil {
+			for _, targets := range plan.targets {
+				for _, t := range targets {
+					fed.bursts[t.burst].Err, fed.bursts[t.burst].ErrReason = err, fluxv1alpha2.ReasonApplyFailed
+				}
+			}
+			return
+		}
+	}
+	var waited atomic.Bool
+	r.forEachMember(ctx, keys(plan.targets), func(ctx context.Context, member string) error {
 		start := time.Now()
 		defer func() { metrics.PushDuration.WithLabelValues(member).Observe(time.Since(start).Seconds()) }()
-		state := fed.bursts[byMember[member][0]].member
+		targets := plan.targets[member]
+		state := fed.bursts[targets[0].burst].member
 		key := syncKey(root, member)
 		last, _ := r.synced.Load(key)
 		live := last != state.Epoch
-		ok := true
-		mcl := &fedv1alpha1.MemberCluster{}
-		if err := r.client.Get(ctx, client.ObjectKey{Name: member}, mcl); err != nil {
-			for _, i := range byMember[member] {
-				fed.bursts[i].Err = fmt.Errorf("reading MemberCluster %s: %w", member, err)
-			}
-			return nil
-		}
-		for _, i := range byMember[member] {
-			o := &fed.bursts[i]
-			// What the member's owner allows is asked before anything is sent for the burst;
-			// what was pushed before the owner tightened the policy is withdrawn.
-			if err := policy.Burst(mcl.Spec, root.Namespace, children[o.Name]); err != nil {
-				o.Err, o.ErrReason, ok = err, policyReason(err), false
-				o.Withdraw = o.ErrReason != fluxv1alpha2.ReasonInvalidSpec
-				continue
-			}
-			// The hub pushes only where it watches: the member's owner let its identity watch
-			// there, and its cache has caught up with the roots (the MemberCluster reconciler
-			// widens it in a moment, and the MemberCluster's status brings the root back).
-			if !state.Watched.Covers(o.Namespace) {
-				ok = false
-				if slices.Contains(state.Denied, o.Namespace) {
-					o.Err, o.ErrReason = unwatchable(o.Namespace), fluxv1alpha2.ReasonNamespaceNotAllowed
-				} else {
-					o.Keep = true
-					waiting.Store(true)
-				}
-				continue
-			}
-			c := children[o.Name]
-			if o.Size != c.Size {
-				// On-demand scaling runs the burst at another size than its spec's.
-				mc, err := c.WithSize(o.Size)
-				if err != nil {
-					o.Err, ok = err, false
-					continue
-				}
-				c.MiniCluster = mc
-			}
-			child, err := r.pushChild(ctx, l, state.Cluster, mcl.Spec, c, fed.cert, live)
+		ok := !plan.held[member]
+		for _, t := range targets {
+			o := &fed.bursts[t.burst]
+			child, err := r.pushChild(ctx, p, l, state.Cluster, plan.specs[member], t.child, fed.cert, live)
 			o.Child = child
-			if err != nil {
+			var wait *waitError
+			switch {
+			case errors.As(err, &wait):
+				o.Waiting, ok = wait.Error(), false
+				waited.Store(true)
+			case err != nil:
 				o.Err, o.ErrReason, ok = err, classify(err), false
 			}
 		}
@@ -117,14 +97,119 @@ func (r *Reconciler) push(ctx context.Context, root *fluxv1alpha2.MiniCluster, f
 		}
 		return nil
 	})
-	if waiting.Load() && (fed.requeue == 0 || fed.requeue > scopeWait) {
-		fed.requeue = scopeWait
+	if waited.Load() {
+		fed.requeue = sooner(fed.requeue, scopeWait)
 	}
 	r.reportMove(root, fed.lead.endpoint, events)
 }
 
-// scopeWait is how soon a root whose burst waits for the hub to watch its namespace on the
-// member is looked at again, should the MemberCluster's status not bring it back first.
+// pushPlan is what push sends where: the children to apply on each member, and why the others
+// are not applied.
+type pushPlan struct {
+	// targets are the bursts to apply, by member.
+	targets map[string][]pushTarget
+	// specs are the members' MemberCluster specs, by member.
+	specs map[string]fedv1alpha1.MemberClusterSpec
+	// held names the members where a burst was held back: their pushes are not complete.
+	held map[string]bool
+	// waiting is true when a burst waits for the hub to watch its namespace on its member.
+	waiting bool
+}
+
+// pushTarget is a burst whose child is applied, with the child at the size the burst runs at.
+type pushTarget struct {
+	burst int
+	child bursting.Child
+}
+
+// pushTargets decides which bursts push applies: those whose member the hub may push to now,
+// whose member's owner allows them (what was pushed before the owner tightened the policy is
+// withdrawn) and where the hub watches what it would push. The others get their reason in
+// fed.bursts.
+func (r *Reconciler) pushTargets(ctx context.Context, root *fluxv1alpha2.MiniCluster, fed *federation) pushPlan {
+	plan := pushPlan{targets: map[string][]pushTarget{}, specs: map[string]fedv1alpha1.MemberClusterSpec{}, held: map[string]bool{}}
+	children := map[string]bursting.Child{}
+	for _, c := range fed.plan.Children {
+		children[c.Burst] = c
+	}
+	for i := range fed.bursts {
+		o := &fed.bursts[i]
+		if o.Reserved || o.Err != nil || o.Keep || o.Size == 0 {
+			continue
+		}
+		spec, known := plan.specs[o.Cluster]
+		if !known {
+			mcl := &fedv1alpha1.MemberCluster{}
+			if err := r.client.Get(ctx, client.ObjectKey{Name: o.Cluster}, mcl); err != nil {
+				o.Err, plan.held[o.Cluster] = fmt.Errorf("reading MemberCluster %s: %w", o.Cluster, err), true
+				continue
+			}
+			spec, plan.specs[o.Cluster] = mcl.Spec, mcl.Spec
+		}
+		// What the member's owner allows is asked before anything is sent for the burst.
+		if err := policy.Burst(spec, root.Namespace, children[o.Name]); err != nil {
+			o.Err, o.ErrReason, plan.held[o.Cluster] = err, policyReason(err), true
+			o.Withdraw = o.ErrReason != fluxv1alpha2.ReasonInvalidSpec
+			continue
+		}
+		// The hub pushes only where it watches: the member's owner let its identity watch
+		// there, and its cache has caught up with the roots (the MemberCluster reconciler
+		// widens it in a moment, and the MemberCluster's status brings the root back).
+		if !o.member.Watched.Covers(o.Namespace) {
+			plan.held[o.Cluster] = true
+			if slices.Contains(o.member.Denied, o.Namespace) {
+				o.Err, o.ErrReason = unwatchable(o.Namespace), fluxv1alpha2.ReasonNamespaceNotAllowed
+			} else {
+				o.Keep, plan.waiting = true, true
+			}
+			continue
+		}
+		c := children[o.Name]
+		if o.Size != c.Size {
+			// On-demand scaling runs the burst at another size than its spec's.
+			mc, err := c.WithSize(o.Size)
+			if err != nil {
+				o.Err, plan.held[o.Cluster] = err, true
+				continue
+			}
+			c.MiniCluster = mc
+		}
+		plan.targets[o.Cluster] = append(plan.targets[o.Cluster], pushTarget{burst: i, child: c})
+	}
+	return plan
+}
+
+// intend enters in the root's ledger the child and CURVE Secret of every target, and when one of
+// them is not in the root's status.pushed yet, writes it there first: the hub's other status
+// fields are written as they are. A status that cannot be written holds back every create.
+func (r *Reconciler) intend(ctx context.Context, root *fluxv1alpha2.MiniCluster, l *ledger, targets map[string][]pushTarget) error {
+	var slots []ledgerKey
+	for member, ts := range targets {
+		for _, t := range ts {
+			mc := t.child.MiniCluster
+			slots = append(slots, ledgerKey{member, "MiniCluster", mc.Namespace, mc.Name},
+				ledgerKey{member, "Secret", mc.Namespace, names.CurveSecretName(mc)})
+		}
+	}
+	if !l.intend(slots) {
+		return nil
+	}
+	st := FederationStatus{Bursts: root.Status.Bursts, Summary: root.Status.BurstSummary, Flux: root.Status.Flux, Pushed: l.list()}
+	for _, t := range hubConditions {
+		if c := meta.FindStatusCondition(root.Status.Conditions, t); c != nil {
+			st.Conditions = append(st.Conditions, *c)
+		}
+	}
+	if err := r.applyStatus(ctx, root, st, r.lastLead(root), &eventQueue{}); err != nil {
+		return fmt.Errorf("recording in the root's status.pushed what the hub is about to create, which comes first: %w", err)
+	}
+	l.persist(st.Pushed)
+	return nil
+}
+
+// scopeWait is how soon a root whose burst waits (for the hub to watch its namespace on the
+// member, or for an object left by a root that is gone to be deleted) is looked at again, should
+// no event bring it back first.
 const scopeWait = 2 * time.Second
 
 // unwatchable is the refusal of a burst into a namespace where the hub's identity on the member
@@ -143,13 +228,15 @@ func syncKey(root *fluxv1alpha2.MiniCluster, member string) string {
 // stored. With live, the member is read past its cache. Without a certificate yet, the child is
 // only read.
 //
-// Only what l records is changed: an object of the child's name that the hub did not create for
-// this root (someone else's MiniCluster, or one that forged the root's labels) is a Conflict,
-// left alone, and gets no certificate. What the hub creates is recorded in l at once.
-func (r *Reconciler) pushChild(ctx context.Context, l *ledger, cl cluster.Cluster,
+// Only an object that carries the hub's proof for this root is changed, and every object is
+// created with that proof. Any other object of the child's name (someone else's MiniCluster, or
+// one that forged the root's labels) is a Conflict, left alone, and gets no certificate; one
+// that the hub created for a root that is gone is deleted, and the burst waits for it to go.
+func (r *Reconciler) pushChild(ctx context.Context, p *prover, l *ledger, cl cluster.Cluster,
 	spec fedv1alpha1.MemberClusterSpec, child bursting.Child, cert []byte, live bool) (*fluxv1alpha2.MiniCluster, error) {
 	member := child.Cluster
-	owns := func(existing metav1.Object) bool { return l.owns(member, existing) }
+	origin, _ := fluxv1alpha2.OriginOf(child.MiniCluster)
+	owns := p.ownedBy(member, "MiniCluster", origin.UID)
 	if len(cert) == 0 {
 		current := &fluxv1alpha2.MiniCluster{}
 		switch err := cl.GetClient().Get(ctx, client.ObjectKeyFromObject(child.MiniCluster), current); {
@@ -160,6 +247,7 @@ func (r *Reconciler) pushChild(ctx context.Context, l *ledger, cl cluster.Cluste
 		case !owns(current):
 			return nil, nil
 		}
+		l.record(member, current)
 		return current, nil
 	}
 	if err := r.ensureNamespace(ctx, cl, child.Cluster, child.Namespace, spec); err != nil {
@@ -170,6 +258,9 @@ func (r *Reconciler) pushChild(ctx context.Context, l *ledger, cl cluster.Cluste
 	if err != nil {
 		return nil, err
 	}
+	if err := p.mark(member, "MiniCluster", u); err != nil {
+		return nil, err
+	}
 	obj, err := applier.Apply(ctx, u, owns)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
@@ -178,11 +269,12 @@ func (r *Reconciler) pushChild(ctx context.Context, l *ledger, cl cluster.Cluste
 				return nil, policy.NamespaceMissing(child.Namespace)
 			}
 		}
-		return nil, err
+		return nil, r.judgeConflict(ctx, p, applier, member, &fluxv1alpha2.MiniCluster{ObjectMeta: metav1.ObjectMeta{
+			Namespace: child.Namespace, Name: child.MiniCluster.Name}}, err)
 	}
 	applied := obj.(*fluxv1alpha2.MiniCluster)
 	l.record(member, applied)
-	if err := r.pushSecret(ctx, applier, owns, applied, cert, func(s metav1.Object) { l.record(member, s) }); err != nil {
+	if err := r.pushSecret(ctx, p, l, applier, member, applied, cert); err != nil {
 		return applied, err
 	}
 	return applied, nil
@@ -216,15 +308,19 @@ func (r *Reconciler) ensureNamespace(ctx context.Context, cl cluster.Cluster, me
 }
 
 // pushSecret applies the child's CURVE Secret: the root's certificate, byte for byte, owned by
-// the child so that the member deletes it with the child, and calls record with it as stored.
-// The data of the Secret is immutable: one the hub pushed with another certificate (the root's
-// was generated anew) is replaced.
-func (r *Reconciler) pushSecret(ctx context.Context, applier *apply.Applier, owns apply.Owns, child *fluxv1alpha2.MiniCluster,
-	cert []byte, record func(metav1.Object)) error {
+// the child so that the member deletes it with the child, and records it in l as stored. The
+// data of the Secret is immutable: one the hub pushed with another certificate (the root's was
+// generated anew) is replaced.
+func (r *Reconciler) pushSecret(ctx context.Context, p *prover, l *ledger, applier *apply.Applier, member string,
+	child *fluxv1alpha2.MiniCluster, cert []byte) error {
 	origin, _ := fluxv1alpha2.OriginOf(child)
+	owns := p.ownedBy(member, "Secret", origin.UID)
 	secret := render.CurveSecret(child, cert)
 	secret.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}
 	origin.Mark(secret)
+	if err := p.mark(member, "Secret", secret); err != nil {
+		return err
+	}
 	secret.OwnerReferences = []metav1.OwnerReference{{
 		APIVersion: fluxv1alpha2.GroupVersion.String(), Kind: "MiniCluster", Name: child.Name, UID: child.UID, Controller: ptr.To(true),
 	}}
@@ -248,10 +344,78 @@ func (r *Reconciler) pushSecret(ctx context.Context, applier *apply.Applier, own
 		obj, err = applier.Apply(ctx, u, owns)
 	}
 	if err != nil {
+		return r.judgeConflict(ctx, p, applier, member, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
+			Namespace: secret.Namespace, Name: secret.Name}}, err)
+	}
+	l.record(member, obj)
+	return nil
+}
+
+// waitError is why a burst waits without failing: an object of its child's name that the hub
+// created for a root that is gone is being deleted.
+type waitError struct{ message string }
+
+func (e *waitError) Error() string { return e.message }
+
+// judgeConflict tells apart, when err refused to apply obj (named by its namespace and name) on
+// member because it is not this root's, what is in the way: an object the hub created for a root
+// that is gone (an earlier root of the same name, whose children are still going) is deleted,
+// and a *waitError returned; one the hub created for a live root is a Conflict that names it; any
+// other object is someone else's, and err is returned as it is. Any other error is returned as it
+// is.
+func (r *Reconciler) judgeConflict(ctx context.Context, p *prover, applier *apply.Applier, member string, obj client.Object, err error) error {
+	var refusal *apply.Refusal
+	if !errors.As(err, &refusal) || refusal.Reason != fluxv1alpha2.ReasonConflict {
 		return err
 	}
-	record(obj)
-	return nil
+	kind := kindOf(obj)
+	switch gerr := applier.Live.Get(ctx, client.ObjectKeyFromObject(obj), obj); {
+	case apierrors.IsNotFound(gerr):
+		return fmt.Errorf("%s %s/%s was deleted while it was read; trying again", kind, obj.GetNamespace(), obj.GetName())
+	case gerr != nil:
+		return fmt.Errorf("reading %s %s/%s, which is in the way: %w", kind, obj.GetNamespace(), obj.GetName(), gerr)
+	}
+	origin, ours := p.verify(member, kind, obj)
+	if !ours {
+		return err
+	}
+	root, rerr := r.rootOf(ctx, origin)
+	switch {
+	case rerr != nil:
+		return rerr
+	case root != nil && root.DeletionTimestamp.IsZero():
+		return &apply.Refusal{Reason: fluxv1alpha2.ReasonConflict, Object: refusal.Object, Message: fmt.Sprintf(
+			"was created by this hub for root %s/%s, which still uses it: give the bursts of one of the roots other names or namespaces",
+			origin.Namespace, origin.Name)}
+	case root != nil:
+		return &waitError{fmt.Sprintf("%s belongs to root %s/%s, which is being deleted with its children; this burst's is created once it is gone",
+			refusal.Object, origin.Namespace, origin.Name)}
+	}
+	if obj.GetDeletionTimestamp().IsZero() {
+		if err := deleteByUID(ctx, applier.Client, obj); err != nil {
+			return err
+		}
+		ctrl.LoggerFrom(ctx).Info("Deleted what a root that is gone left in a burst's way", "object", refusal.Object, "root", origin.Namespace+"/"+origin.Name, "rootUID", origin.UID)
+	}
+	return &waitError{fmt.Sprintf("%s was left by an earlier root %s/%s (uid %s) and is being deleted; this burst's is created once it is gone",
+		refusal.Object, origin.Namespace, origin.Name, origin.UID)}
+}
+
+// rootOf returns the live root that origin names: the MiniCluster of its namespace and name, if
+// it has origin's UID; nil when it is gone. The cache is confirmed past it before a root is
+// taken for gone.
+func (r *Reconciler) rootOf(ctx context.Context, origin fluxv1alpha2.Origin) (*fluxv1alpha2.MiniCluster, error) {
+	key := client.ObjectKey{Namespace: origin.Namespace, Name: origin.Name}
+	for _, reader := range []client.Reader{r.client, r.live} {
+		root := &fluxv1alpha2.MiniCluster{}
+		switch err := reader.Get(ctx, key, root); {
+		case err == nil && root.UID == origin.UID:
+			return root, nil
+		case err != nil && !apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("reading root %s: %w", key, err)
+		}
+	}
+	return nil, nil
 }
 
 // classify returns the condition reason of an error met pushing to a member: a refusal's own

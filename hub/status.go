@@ -49,6 +49,9 @@ type BurstObservation struct {
 	// Keep is true when nothing can be said of the burst yet: its member has not been checked
 	// since the hub started. The burst is reported as it was.
 	Keep bool
+	// Waiting says why the child is not applied yet although nothing failed: an object of its
+	// name that the hub created for a root that is gone is being deleted first.
+	Waiting string
 	// Withdraw is true when the member's owner no longer allows the burst (its namespace or its
 	// pods' Pod Security level): what the hub pushed for it is deleted.
 	Withdraw bool
@@ -194,6 +197,8 @@ func setBursting(set setCondition, pushed []BurstObservation) {
 			if !failing {
 				failing, reason = true, o.reason()
 			}
+		case o.Child == nil && o.Size > 0 && o.Waiting != "":
+			notApplied = append(notApplied, fmt.Sprintf("%s on %s: %s", o.Name, o.Cluster, o.Waiting))
 		case o.Child == nil && o.Size > 0:
 			notApplied = append(notApplied, fmt.Sprintf("%s on %s: not applied yet", o.Name, o.Cluster))
 		}
@@ -270,6 +275,8 @@ func burstStatus(o BurstObservation) fluxv1alpha2.BurstStatus {
 		default:
 			s.Phase, s.Message = fluxv1alpha2.BurstFailed, fmt.Sprintf("%s: %v", o.reason(), o.Err)
 		}
+	case o.Child == nil && o.Waiting != "":
+		s.Phase, s.Message = fluxv1alpha2.BurstPending, o.Waiting
 	case o.Child == nil:
 		s.Phase, s.Message = fluxv1alpha2.BurstPending, "the child MiniCluster is not applied yet"
 	case childFailed(o.Child) != nil:
@@ -320,11 +327,13 @@ func (r *Reconciler) writeStatus(ctx context.Context, root *fluxv1alpha2.MiniClu
 		r.leads.Store(root.UID, leadStatus)
 	}
 	st := ComputeFederationStatus(root, fed.bursts, leadStatus, fed.lead.reason, fed.lead.err, r.now())
-	st.Pushed = r.ledgerOf(root).list()
+	l := r.ledgerOf(root)
+	st.Pushed = l.list()
 	st.Flux = fed.flux
 	if err := r.applyStatus(ctx, root, st, leadStatus, events); err != nil {
 		return err
 	}
+	l.persist(st.Pushed)
 	reportRoot(root, st)
 	return nil
 }

@@ -121,7 +121,9 @@ func testAChildPlantedWithTheHubsLabelsIsNeverAdopted(t *testing.T, f *federatio
 	require.NoError(t, f.hub.Client.Create(ctx, root))
 	failed := f.waitBurst(t, root, "burst-a", fluxv1alpha2.BurstFailed)
 	require.Contains(t, failed.Message, fluxv1alpha2.ReasonConflict)
-	require.Empty(t, f.root(t, root).Status.Pushed, "nothing was created, so nothing is recorded")
+	for _, p := range f.root(t, root).Status.Pushed {
+		require.Empty(t, p.UID, "nothing was created: %s %s is recorded only as an intent", p.Kind, p.Name)
+	}
 	// The squatter's Secret did not get the root's certificate, and its child was not rewritten.
 	time.Sleep(time.Second)
 	requireUntouched(t, a, squat)

@@ -177,6 +177,8 @@ var (
 	}
 	hub = slices.Concat(single, []string{
 		"ClusterRole fluxfed-hub", "ClusterRoleBinding fluxfed-hub", "CustomResourceDefinition memberclusters.fluxfed.io",
+		// The hub's ownership key, created in the members namespace.
+		"Role fluxfed-hub", "RoleBinding fluxfed-hub",
 	})
 	member = slices.Concat(single, []string{
 		"ClusterRole fluxfed-hub-burst", "ClusterRole fluxfed-hub-member", "ClusterRoleBinding fluxfed-hub-member",
@@ -235,7 +237,8 @@ var chartCases = []chartCase{
 			"serviceMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "prometheus"}},
 			"metrics":        map[string]any{"service": map[string]any{"enabled": false}},
 		},
-		objects: sorted(hub, []string{"ServiceMonitor fluxfed-manager"}),
+		objects: sorted(without(hub, "Role fluxfed-hub", "RoleBinding fluxfed-hub"),
+			[]string{"ServiceMonitor fluxfed-manager", "Role fluxfed-hub in fleet", "RoleBinding fluxfed-hub in fleet"}),
 		args: []string{
 			"--hub", "--hub-name=hub-east", "--members-namespace=fleet", "--dial-allow=10.0.0.0/8,192.168.0.0/16",
 			"--skip-member-namespaces", "--member-api-qps=30", "--member-api-burst=60", "--member-connect-timeout=5s",

@@ -143,6 +143,7 @@ var chartFiles = []chartFile{
 	{"files/rbac/leader-election.yaml", "rbac", "Role", "fluxfed-leader-election"},
 	{"files/rbac/metrics-reader.yaml", "rbac", "ClusterRole", "fluxfed-metrics-reader"},
 	{"files/rbac/hub.yaml", "hub", "ClusterRole", "fluxfed-hub"},
+	{"files/rbac/hub-key.yaml", "hub", "Role", "fluxfed-hub"},
 	{"files/rbac/hub-member.yaml", "member-access", "ClusterRole", "fluxfed-hub-member"},
 	{"files/rbac/hub-burst.yaml", "member-access", "ClusterRole", "fluxfed-hub-burst"},
 	{"files/rbac/hub-namespaces.yaml", "member-access-any", "ClusterRole", "fluxfed-hub-namespaces"},
