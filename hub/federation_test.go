@@ -70,12 +70,18 @@ type memberCluster struct {
 
 // federation is a hub with its members.
 type federation struct {
-	mu       sync.Mutex
-	hub      *testenv.Env
-	members  map[string]*memberCluster
-	reconc   *hub.Reconciler
-	mgr      mcmanager.Manager
-	stopHub  func()
+	mu      sync.Mutex
+	hub     *testenv.Env
+	members map[string]*memberCluster
+	reconc  *hub.Reconciler
+	mgr     mcmanager.Manager
+	stopHub func()
+	// killHub stops the hub as SIGKILL would: from that moment no request of the running hub
+	// reaches any API server, and nothing it remembers survives.
+	killHub func()
+	// life is the running hub's; faults fire on the hub's writes to members.
+	life     *hubLife
+	faults   *faults
 	opts     hub.Options
 	probes   *fakeProbe
 	execs    *fakeExec
@@ -205,7 +211,7 @@ func startFederationAs(t testing.TB, deployed bool, opts hub.Options, memberName
 	t.Helper()
 	envs := testenv.StartN(t, 1+len(memberNames))
 	f := &federation{hub: envs[0], members: map[string]*memberCluster{}, probes: &fakeProbe{},
-		execs: &fakeExec{flux: map[string]string{}}, hubCount: &requestCount{}, deployed: deployed}
+		execs: &fakeExec{flux: map[string]string{}}, hubCount: &requestCount{}, deployed: deployed, faults: newFaults()}
 	ctx := context.Background()
 	require.NoError(t, f.hub.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: membersNamespace}}))
 	if deployed {
@@ -234,15 +240,29 @@ func startFederationAs(t testing.TB, deployed bool, opts hub.Options, memberName
 	opts.Members.RESTOptions = append(opts.Members.RESTOptions, func(cfg *rest.Config) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
+		life := f.life
 		for _, m := range f.members {
 			if cfg.Host == m.proxy.URL() {
 				cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 					return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+						if life.dead() {
+							return nil, errKilled
+						}
 						// The health checks are the one cost of a member that does not change.
-						if req.UserAgent() != members.HealthUserAgent {
+						health := req.UserAgent() == members.HealthUserAgent
+						if !health {
 							m.requests.Add(1)
 						}
-						return rt.RoundTrip(req)
+						resp, err := rt.RoundTrip(req)
+						if err != nil || health || req.Method == http.MethodGet || resp.StatusCode >= 300 {
+							return resp, err
+						}
+						// A write the member committed: a fault may strike now.
+						if fault := f.faults.strike(m.name, req, life); fault != nil {
+							_ = resp.Body.Close()
+							return nil, fault
+						}
+						return resp, nil
 					})
 				})
 			}
@@ -261,8 +281,13 @@ func startFederationAs(t testing.TB, deployed bool, opts hub.Options, memberName
 // stopHub is called.
 func (f *federation) startHub(t testing.TB) {
 	t.Helper()
+	life := &hubLife{}
+	f.mu.Lock()
+	f.life = life
+	f.mu.Unlock()
 	cfg := rest.CopyConfig(f.hub.Config)
 	cfg.Wrap(f.hubCount.wrap)
+	cfg.Wrap(life.wrap)
 	if f.deployed {
 		cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:fluxfed-system:fluxfed-manager"}
 	}
@@ -280,14 +305,19 @@ func (f *federation) startHub(t testing.TB) {
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(mgrCtx) }()
 	var once sync.Once
-	f.stopHub = func() {
+	stop := func(kill bool) {
 		once.Do(func() {
+			if kill {
+				life.kill()
+			}
 			cancel()
-			if err := <-done; err != nil {
+			if err := <-done; err != nil && !kill {
 				t.Fatalf("the hub did not stop: %v; still running:\n%s", err, testenv.Goroutines())
 			}
 		})
 	}
+	f.stopHub = func() { stop(false) }
+	f.killHub = func() { stop(true) }
 	t.Cleanup(f.stopHub)
 }
 
