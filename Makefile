@@ -79,6 +79,17 @@ test: ## Run every test against real API servers (builds the Kubernetes binaries
 bench: ## Run the benchmarks.
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
 
+# How many times `make chaos` kills the hub, and the seed of its choices (the moments still
+# depend on the machine), e.g. `make chaos KILLS=300 SEED=7`.
+KILLS ?= 100
+SEED ?= $(shell date +%s)
+
+.PHONY: chaos
+chaos: ## Kill the hub (SIGKILL) KILLS times at random while roots change on three local clusters; report leaks, duplicates, false Conflicts and time to consistent.
+	@mkdir -p $(TOOLS_DIR) && $(GO) build -o $(TOOLS_DIR)/loopback ./e2e/cmd/loopback
+	@e2e/k8sbin/build.sh >/dev/null
+	$(GO) run -exec $(TOOLS_DIR)/loopback ./e2e/cmd/chaos -kills $(KILLS) -seed $(SEED)
+
 ##@ Local clusters
 
 # Where the local clusters keep kubeconfigs, state and logs, and more flags for `clusters up`,

@@ -494,6 +494,16 @@ func (env *Environment) Run(c *Cluster, component, path string, args ...string) 
 	return p, nil
 }
 
+// Kill ends a process that Run started as SIGKILL does, with no time to clean up (its process
+// group too), waits until it is gone, and forgets it.
+func (env *Environment) Kill(c *Cluster, p *Process) error {
+	if err := p.kill(); err != nil {
+		return err
+	}
+	env.dropProcess(c, p)
+	return nil
+}
+
 // addProcess records a process of c in the state file as soon as it started.
 func (env *Environment) addProcess(c *Cluster, p *Process) error {
 	env.mu.Lock()

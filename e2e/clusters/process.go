@@ -114,6 +114,20 @@ func (p *Process) stop(grace time.Duration) error {
 	return nil
 }
 
+// kill ends the process group with SIGKILL and waits until the process is gone.
+func (p *Process) kill() error {
+	if p.exited() || !p.ours() {
+		return nil
+	}
+	if err := syscall.Kill(-p.PID, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("killing %s (pid %d): %w", p.Component, p.PID, err)
+	}
+	if !p.wait(killWait) {
+		return fmt.Errorf("%s (pid %d) is still running after SIGKILL", p.Component, p.PID)
+	}
+	return nil
+}
+
 // killWait bounds the wait for a process to vanish after SIGKILL.
 const killWait = 10 * time.Second
 

@@ -84,6 +84,9 @@ type Fleet struct {
 	Binary string
 
 	logf func(string, ...any)
+	// hubArgs are the hub manager's arguments; hubProcess is the process that runs it.
+	hubArgs    []string
+	hubProcess *clusters.Process
 }
 
 // Start brings the fleet up. On error, what was started is stopped.
@@ -165,8 +168,13 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 				// not answer again soon.
 				"--lead-probe-interval="+LeadProbeInterval.String())
 		}
-		if err := f.runManager(ctx, c, append(args, opts.ManagerArgs...)); err != nil {
+		args = append(args, opts.ManagerArgs...)
+		p, err := f.runManager(ctx, c, args)
+		if err != nil {
 			return nil, err
+		}
+		if c.Name == "hub" {
+			f.hubArgs, f.hubProcess = args, p
 		}
 	}
 
@@ -274,26 +282,26 @@ func apply(ctx context.Context, c client.Client, dir string) error {
 // runManager starts fluxfed's manager on c as a process that impersonates the manager's
 // ServiceAccount, so that it has exactly the permissions the manifests give it, and waits until
 // it is ready.
-func (f *Fleet) runManager(ctx context.Context, c *clusters.Cluster, args []string) error {
+func (f *Fleet) runManager(ctx context.Context, c *clusters.Cluster, args []string) (*clusters.Process, error) {
 	kc, err := clientcmd.LoadFromFile(c.Kubeconfig)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, user := range kc.AuthInfos {
 		user.Impersonate = "system:serviceaccount:" + Namespace + ":" + ManagerServiceAccount
 	}
 	path := filepath.Join(c.Dir, "manager.kubeconfig")
 	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		return err
+		return nil, err
 	}
 	probe, err := freeAddr()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	args = append(args, "--kubeconfig="+path, "--health-probe-bind-address="+probe)
 	p, err := f.Env.Run(c, "fluxfed", f.Binary, args...)
 	if err != nil {
-		return fmt.Errorf("starting fluxfed on %s: %w", c.Name, err)
+		return nil, fmt.Errorf("starting fluxfed on %s: %w", c.Name, err)
 	}
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -301,19 +309,43 @@ func (f *Fleet) runManager(ctx context.Context, c *clusters.Cluster, args []stri
 		if err == nil {
 			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return nil
+				return p, nil
 			}
 		}
 		if !p.Running() || time.Now().After(deadline) {
 			data, _ := os.ReadFile(p.Log)
-			return fmt.Errorf("fluxfed on %s did not become ready; its log ends:\n%s", c.Name, tail(data, 30))
+			return nil, fmt.Errorf("fluxfed on %s did not become ready; its log ends:\n%s", c.Name, tail(data, 30))
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// KillHub kills the hub's manager as SIGKILL does: it has no time to finish a reconcile, write a
+// status or forget anything in order.
+func (f *Fleet) KillHub() error {
+	if f.hubProcess == nil {
+		return errors.New("the hub's manager is not running")
+	}
+	p := f.hubProcess
+	f.hubProcess = nil
+	return f.Env.Kill(f.Hub, p)
+}
+
+// StartHub starts the hub's manager again, as it was started first, and waits until it is ready.
+func (f *Fleet) StartHub(ctx context.Context) error {
+	if f.hubProcess != nil {
+		return errors.New("the hub's manager is running")
+	}
+	p, err := f.runManager(ctx, f.Hub, f.hubArgs)
+	if err != nil {
+		return err
+	}
+	f.hubProcess = p
+	return nil
 }
 
 // Register registers member m on the hub under m's name: a MemberCluster and its kubeconfig
