@@ -19,12 +19,16 @@
 //   - scale.go: on-demand scaling: the sizes flux.Decide chooses, and the drains and undrains
 //     it asks for, run before the children are pushed at those sizes.
 //   - push.go: the lead broker Service, then each child and its Secret, through member/apply:
-//     never over what is not the root's, not at all when the member already holds it.
+//     each object named in the root's status before its first create, created with the hub's
+//     proof, never written over what does not carry that proof for the root, not at all when
+//     the member already holds it.
 //   - delete.go: children of bursts that left a member, the finalizer on deletion, the orphan
-//     sweep.
+//     sweep: only what carries the hub's proof, read first and deleted by UID.
 //   - status.go: the root's status, computed from scratch by a pure function and written by
 //     server-side apply; events queued until the status they describe is written.
 //
-// leadbroker.go and orphans.go are pure helpers (the lead broker Service and advertised endpoint;
-// which pushed objects lost their root).
+// proof.go is how the hub proves what it created on members (a keyed hash on every object, under
+// a key kept in a Secret of the members namespace); ledger.go is the root's index of those
+// objects, persisted in its status.pushed, which says where to look and proves nothing.
+// leadbroker.go holds pure helpers (the lead broker Service and advertised endpoint).
 package hub
