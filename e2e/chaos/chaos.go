@@ -25,6 +25,7 @@ import (
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/api/v1alpha2/v1alpha2test"
 	"github.com/fluxfed/fluxfed/e2e/fleet"
+	"github.com/fluxfed/fluxfed/internal/text"
 	"github.com/fluxfed/fluxfed/member/render/names"
 )
 
@@ -121,15 +122,23 @@ func (r Report) Failed() bool {
 // String is the report as `make chaos` prints it.
 func (r Report) String() string {
 	var b strings.Builder
-	consistent, leaked, duplicated := 0, 0, 0
+	consistent := 0
+	// An object found leaked at several checks is one object leaked.
+	leaked, duplicated := map[string]bool{}, map[string]bool{}
 	var took []time.Duration
+	for _, s := range append(slices.Clone(r.Settles), r.Cleanup) {
+		for _, l := range s.Leaked {
+			leaked[l] = true
+		}
+		for _, d := range s.Duplicated {
+			duplicated[d] = true
+		}
+	}
 	for _, s := range r.Settles {
 		if s.Consistent {
 			consistent++
 			took = append(took, s.Took)
 		}
-		leaked += len(s.Leaked)
-		duplicated += len(s.Duplicated)
 	}
 	fmt.Fprintf(&b, "%d kills of the hub, %d changes to the roots, in %v\n", r.Kills, r.Changes, r.Took.Round(time.Second))
 	fmt.Fprintf(&b, "settle checks consistent: %d of %d", consistent, len(r.Settles))
@@ -138,15 +147,20 @@ func (r Report) String() string {
 		fmt.Fprintf(&b, "; time to consistent after the workload paused: median %v, max %v",
 			took[len(took)/2].Round(10*time.Millisecond), took[len(took)-1].Round(10*time.Millisecond))
 	}
-	fmt.Fprintf(&b, "\nobjects leaked: %d, duplicated: %d, false Conflicts: %d\n", leaked, duplicated, len(r.Conflicts))
+	fmt.Fprintf(&b, "\nobjects leaked: %d, bursts duplicated: %d, false Conflicts: %d\n", len(leaked), len(duplicated), len(r.Conflicts))
 	fmt.Fprintf(&b, "after deleting every root: %s\n", r.Cleanup.summary())
-	for _, s := range append(slices.Clone(r.Settles), r.Cleanup) {
-		if !s.Consistent {
-			fmt.Fprintf(&b, "after %d kills, not consistent within the timeout:\n", s.After)
-			for _, l := range [][]string{s.Leaked, s.Duplicated, s.Missing} {
-				for _, line := range l {
-					fmt.Fprintf(&b, "  %s\n", line)
-				}
+	for i, s := range append(slices.Clone(r.Settles), r.Cleanup) {
+		if s.Consistent {
+			continue
+		}
+		when := fmt.Sprintf("after %d kills", s.After)
+		if i == len(r.Settles) {
+			when = "after deleting every root"
+		}
+		fmt.Fprintf(&b, "%s, not consistent within the timeout:\n", when)
+		for _, l := range [][]string{s.Leaked, s.Duplicated, s.Missing} {
+			for _, line := range l {
+				fmt.Fprintf(&b, "  %s\n", line)
 			}
 		}
 	}
@@ -160,7 +174,7 @@ func (s Settle) summary() string {
 	if s.Consistent {
 		return fmt.Sprintf("nothing left on the members, %v after the deletes", s.Took.Round(10*time.Millisecond))
 	}
-	return fmt.Sprintf("%d objects left", len(s.Leaked)+len(s.Duplicated))
+	return text.Count(len(s.Leaked), "object", "objects") + " left"
 }
 
 // run is one run's state.

@@ -14,7 +14,7 @@ func TestReportSaysWhatWasFound(t *testing.T) {
 	require.False(t, clean.Failed())
 	require.Equal(t, `20 kills of the hub, 130 changes to the roots, in 1m35s
 settle checks consistent: 2 of 2; time to consistent after the workload paused: median 1.5s, max 1.5s
-objects leaked: 0, duplicated: 0, false Conflicts: 0
+objects leaked: 0, bursts duplicated: 0, false Conflicts: 0
 after deleting every root: nothing left on the members, 900ms after the deletes
 `, clean.String())
 
@@ -25,16 +25,20 @@ after deleting every root: nothing left on the members, 900ms after the deletes
 	} {
 		require.True(t, broken.Failed(), name)
 	}
-	broken := Report{Kills: 10, Settles: []Settle{{After: 10, Leaked: []string{"member-a Secret chaos/x-curve (root x, uid 1) is wanted by no root"},
+	// The same object found leaked at two checks is one object leaked.
+	leak := "member-a Secret chaos/x-curve (root x, uid 1) is wanted by no root"
+	broken := Report{Kills: 10, Settles: []Settle{{After: 10, Leaked: []string{leak},
 		Duplicated: []string{"burst 1 x/x-a has 2 children: ..."}}},
-		Cleanup: Settle{After: 10, Consistent: true}, Conflicts: []string{"x/x-a: Conflict: MiniCluster chaos/x-a: ..."}}
+		Cleanup: Settle{After: 10, Leaked: []string{leak}}, Conflicts: []string{"x/x-a: Conflict: MiniCluster chaos/x-a: ..."}}
 	require.Equal(t, `10 kills of the hub, 0 changes to the roots, in 0s
 settle checks consistent: 0 of 1
-objects leaked: 1, duplicated: 1, false Conflicts: 1
-after deleting every root: nothing left on the members, 0s after the deletes
+objects leaked: 1, bursts duplicated: 1, false Conflicts: 1
+after deleting every root: 1 object left
 after 10 kills, not consistent within the timeout:
   member-a Secret chaos/x-curve (root x, uid 1) is wanted by no root
   burst 1 x/x-a has 2 children: ...
+after deleting every root, not consistent within the timeout:
+  member-a Secret chaos/x-curve (root x, uid 1) is wanted by no root
 false Conflict: x/x-a: Conflict: MiniCluster chaos/x-a: ...
 `, broken.String())
 }
