@@ -68,41 +68,66 @@ func (k faultKind) String() string {
 
 // faults counts the hub's writes to members and strikes after the one it is armed for.
 type faults struct {
-	mu        sync.Mutex
-	kind      faultKind
-	countdown int
-	writes    []string
-	struck    chan string
+	mu     sync.Mutex
+	kind   faultKind
+	target faultTarget
+	seen   map[string]int
+	writes []faultTarget
+	struck chan string
+}
+
+// faultTarget names a write: which one (writeOf) and how many of the same came before it, plus
+// one.
+type faultTarget struct {
+	write string
+	n     int
 }
 
 func newFaults() *faults { return &faults{struck: make(chan string, 1)} }
 
-// arm makes the n-th write from now (1 is the next) fail as kind says, and forgets the writes
-// counted so far.
-func (fs *faults) arm(kind faultKind, n int) {
+// arm makes the write target fail as kind says, and forgets the writes counted so far.
+func (fs *faults) arm(kind faultKind, target faultTarget) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
-	fs.kind, fs.countdown, fs.writes = kind, n, nil
+	fs.kind, fs.target, fs.seen, fs.writes = kind, target, map[string]int{}, nil
 }
 
-// seen returns the writes counted since the last arm.
-func (fs *faults) seen() []string {
+// counted returns the writes counted since the last arm, in order.
+func (fs *faults) counted() []faultTarget {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	return slices.Clone(fs.writes)
 }
 
+// writeOf names a write by member, method and object, without the namespace, which each run of
+// the workload has its own of: "member-a POST secrets", "member-b PATCH miniclusters/burst-b".
+func writeOf(member string, req *http.Request) string {
+	path := req.URL.Path
+	if _, rest, ok := strings.Cut(path, "/namespaces/"); ok {
+		if _, object, ok := strings.Cut(rest, "/"); ok {
+			path = object
+		} else {
+			path = "namespaces"
+		}
+	} else {
+		path = path[strings.LastIndex(path, "/")+1:]
+	}
+	return member + " " + req.Method + " " + path
+}
+
 // strike counts a write that member committed, and returns the error the hub gets instead of
-// the answer when the fault strikes on it (killing life first, for killHub).
+// the answer when it is the armed one (killing life first, for killHub).
 func (fs *faults) strike(member string, req *http.Request, life *hubLife) error {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
-	write := member + " " + req.Method + " " + req.URL.Path
-	fs.writes = append(fs.writes, write)
-	if fs.kind == noFault {
-		return nil
+	if fs.seen == nil {
+		fs.seen = map[string]int{}
 	}
-	if fs.countdown--; fs.countdown > 0 {
+	write := writeOf(member, req)
+	fs.seen[write]++
+	this := faultTarget{write, fs.seen[write]}
+	fs.writes = append(fs.writes, this)
+	if fs.kind == noFault || this != fs.target {
 		return nil
 	}
 	kind := fs.kind
@@ -111,7 +136,7 @@ func (fs *faults) strike(member string, req *http.Request, life *hubLife) error 
 		life.kill()
 	}
 	fs.struck <- write
-	return fmt.Errorf("fault injected (%s) after the member committed %s", kind, write)
+	return fmt.Errorf("fault injected (%s) after the member committed %s %s", kind, req.Method, req.URL.Path)
 }
 
 // conflicts records every burst message of the roots of namespace that says Conflict, as the
@@ -247,18 +272,18 @@ var faultWorkload = []faultStep{
 	}},
 }
 
-// runFaultWorkload runs faultWorkload in a namespace of its own, the fault armed at the n-th
-// write the hub makes on a member; after a kill it starts the hub again, with nothing of the
-// dead one's memory. It returns the write the fault struck on ("" if none) and how long after
-// the fault the federation was as specified again.
-func (f *federation) runFaultWorkload(t *testing.T, kind faultKind, n int) (string, time.Duration) {
+// runFaultWorkload runs faultWorkload in a namespace of its own, the fault armed at the write
+// target; after a kill it starts the hub again, with nothing of the dead one's memory. It
+// returns the write the fault struck on ("" if that write did not happen in this run) and how
+// long after the fault the federation was as specified again.
+func (f *federation) runFaultWorkload(t *testing.T, kind faultKind, target faultTarget) (string, time.Duration) {
 	t.Helper()
 	ns := f.namespace(t)
 	conflicts := f.conflicts(t, ns)
 	root := newRoot(ns, "faulty",
 		fluxv1alpha2.Burst{Name: "burst-a", Cluster: "member-a", Size: 2, MaxSize: 3},
 		fluxv1alpha2.Burst{Name: "burst-b", Cluster: "member-b", Size: 1})
-	f.faults.arm(kind, n)
+	f.faults.arm(kind, target)
 	var struck string
 	var recovery time.Duration
 	var struckAt time.Time
@@ -285,7 +310,7 @@ func (f *federation) runFaultWorkload(t *testing.T, kind faultKind, n int) (stri
 				require.NoError(c, err)
 			}
 			f.requireAsSpecified(c, ns, current)
-		}, 2*wait, tick, "after step %s, with the fault (%s) at write %d (%s)", step.name, kind, n, struck)
+		}, 2*wait, tick, "after step %s, with the fault (%s) at %v (%s)", step.name, kind, target, struck)
 		if struck != "" && recovery == 0 {
 			recovery = time.Since(struckAt)
 		}
@@ -295,31 +320,34 @@ func (f *federation) runFaultWorkload(t *testing.T, kind faultKind, n int) (stri
 }
 
 // TestOwnershipSurvivesAKillOrALostReplyAfterEveryWrite runs the fault workload once without a
-// fault, to see the hub's writes to members, then with the hub killed right after the member
-// committed its first write, its second, and so on, two past the writes seen; then the same with
-// the reply lost instead. (Runs differ by a write or so: a claim that follows a create is
-// sometimes folded into the next apply. Every kind of write must have been struck.) Every run
-// must end as the spec says; the time each took to get there after the fault is printed.
+// fault, to see the hub's writes to members, then once for each of those writes with the hub
+// killed right after the member committed it, and once with the reply lost instead. (A write of
+// the first run may not happen in another: a claim that follows a create is sometimes folded
+// into the next apply. Every kind of write must have been struck.) Every run must end as the spec
+// says; the time each took to get there after the fault is printed.
 func TestOwnershipSurvivesAKillOrALostReplyAfterEveryWrite(t *testing.T) {
 	f := startFederation(t, hub.Options{SweepInterval: time.Second}, "member-a", "member-b")
-	f.runFaultWorkload(t, noFault, 0)
-	writes := f.faults.seen()
-	t.Logf("the workload makes %d writes on members:\n  %s", len(writes), strings.Join(writes, "\n  "))
+	f.runFaultWorkload(t, noFault, faultTarget{})
+	writes := f.faults.counted()
+	var names []string
+	for _, w := range writes {
+		names = append(names, fmt.Sprintf("%s (%d)", w.write, w.n))
+	}
+	t.Logf("the workload makes %d writes on members:\n  %s", len(writes), strings.Join(names, "\n  "))
 
 	for _, kind := range []faultKind{killHub, loseReply} {
 		var report []string
 		var worst time.Duration
 		kinds := sets.New[string]()
-		for n := 1; n <= len(writes)+2; n++ {
-			struck, took := f.runFaultWorkload(t, kind, n)
+		for i, target := range writes {
+			struck, took := f.runFaultWorkload(t, kind, target)
 			if struck == "" {
-				// This run made fewer writes than n; the runs around it covered the others.
-				report = append(report, fmt.Sprintf("%2d  (this run made fewer writes)", n))
+				report = append(report, fmt.Sprintf("%2d  %-45s (not made in this run)", i+1, names[i]))
 				continue
 			}
 			worst = max(worst, took)
 			kinds.Insert(writeKind(struck))
-			report = append(report, fmt.Sprintf("%2d  %-80s %v", n, struck, took.Round(10*time.Millisecond)))
+			report = append(report, fmt.Sprintf("%2d  %-45s %v", i+1, names[i], took.Round(10*time.Millisecond)))
 		}
 		t.Logf("%s after each write: as specified again within %v of the fault\n  %s", kind, worst.Round(10*time.Millisecond),
 			strings.Join(report, "\n  "))
@@ -330,16 +358,12 @@ func TestOwnershipSurvivesAKillOrALostReplyAfterEveryWrite(t *testing.T) {
 	}
 }
 
-// writeKind names a write as faults records it ("member-a POST /api/v1/namespaces/n/secrets") by
-// its method and resource ("POST secrets").
+// writeKind names a write as writeOf does ("member-a PATCH secrets/burst-a-curve") by its method
+// and resource ("PATCH secrets").
 func writeKind(write string) string {
 	fields := strings.Fields(write)
-	for _, resource := range []string{"miniclusters", "secrets"} {
-		if strings.Contains(fields[2], "/"+resource) {
-			return fields[1] + " " + resource
-		}
-	}
-	return fields[1] + " namespaces"
+	resource, _, _ := strings.Cut(fields[2], "/")
+	return fields[1] + " " + resource
 }
 
 // TestAStatusThatCannotBeWrittenHoldsBackEveryCreate denies the hub's status writes in one

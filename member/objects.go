@@ -74,10 +74,15 @@ func (r *Reconciler) applyObject(ctx context.Context, mc *fluxv1alpha2.MiniClust
 	}
 	existing := &unstructured.Unstructured{}
 	existing.SetGroupVersionKind(o.Kind)
-	if gerr := r.apiReader.Get(ctx, client.ObjectKeyFromObject(desired), existing); gerr == nil {
-		if wait := leftover(mc, existing, refusal.Object); wait != nil {
-			return nil, wait
-		}
+	switch gerr := r.apiReader.Get(ctx, client.ObjectKeyFromObject(desired), existing); {
+	case apierrors.IsNotFound(gerr):
+		// Gone since it was refused (the garbage collector took an earlier MiniCluster's).
+		return nil, fmt.Errorf("%s was deleted while it was read; trying again", refusal.Object)
+	case gerr != nil:
+		return nil, fmt.Errorf("reading %s, which is in the way: %w", refusal.Object, gerr)
+	}
+	if wait := leftover(mc, existing, refusal.Object); wait != nil {
+		return nil, wait
 	}
 	if o.Kind.Kind == "Service" {
 		// The one name the user picks: say which field.
