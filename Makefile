@@ -67,13 +67,21 @@ image-ref: ## Print the reference of the image that make image builds and deploy
 k8s-binaries: ## Build (or find cached) kube-apiserver, etcd, kube-controller-manager, kube-scheduler, kubectl and kwok.
 	@e2e/k8sbin/build.sh >/dev/null
 
+# The source of flux-core, a path or a URL; by default a copy beside this checkout
+# (../shared/flux-core/), one cached before, or the release on GitHub (e2e/fluxcore/build.sh).
+FLUX_CORE_TARBALL ?=
+
+.PHONY: flux-core
+flux-core: ## Build (or find cached) flux-core, the real Flux of the real-Flux tests, installing its Debian build dependencies when root.
+	@FLUX_CORE_TARBALL=$(FLUX_CORE_TARBALL) e2e/fluxcore/build.sh >/dev/null
+
 ##@ Test
 
 .PHONY: test
-test: ## Run every test against real API servers (builds the Kubernetes binaries the first time), each test binary where only loopback exists.
+test: ## Run every test against real API servers and real Flux (builds the Kubernetes binaries and flux-core the first time), each test binary where only loopback exists.
 	@mkdir -p $(TOOLS_DIR) && $(GO) build -o $(TOOLS_DIR)/loopback ./e2e/cmd/loopback
-	@assets=$$(e2e/k8sbin/build.sh) && \
-	KUBEBUILDER_ASSETS=$$assets $(GO) test -exec $(TOOLS_DIR)/loopback -count=1 $(TESTFLAGS) ./...
+	@assets=$$(e2e/k8sbin/build.sh) && flux=$$(FLUX_CORE_TARBALL=$(FLUX_CORE_TARBALL) e2e/fluxcore/build.sh) && \
+	KUBEBUILDER_ASSETS=$$assets FLUXFED_FLUX_CORE=$$flux $(GO) test -exec $(TOOLS_DIR)/loopback -count=1 -timeout 30m $(TESTFLAGS) ./...
 
 .PHONY: bench
 bench: ## Run the benchmarks.

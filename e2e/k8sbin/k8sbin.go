@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/fluxfed/fluxfed/e2e/envfile"
 )
 
 //go:embed versions.env
@@ -45,27 +47,11 @@ func Pinned() Versions {
 }
 
 func parseVersions(env string) (Versions, error) {
-	var v Versions
-	for _, line := range strings.Split(env, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		key, value, ok := strings.Cut(line, "=")
-		if !ok {
-			return Versions{}, fmt.Errorf("versions.env: line %q is not KEY=VALUE", line)
-		}
-		switch key {
-		case "KUBE_VERSION":
-			v.Kube = value
-		case "KWOK_VERSION":
-			v.Kwok = value
-		case "PROMETHEUS_OPERATOR_VERSION":
-			v.PrometheusOperator = value
-		default:
-			return Versions{}, fmt.Errorf("versions.env: unknown key %q", key)
-		}
+	values, err := envfile.Parse(env, "KUBE_VERSION", "KWOK_VERSION", "PROMETHEUS_OPERATOR_VERSION")
+	if err != nil {
+		return Versions{}, err
 	}
+	v := Versions{Kube: values["KUBE_VERSION"], Kwok: values["KWOK_VERSION"], PrometheusOperator: values["PROMETHEUS_OPERATOR_VERSION"]}
 	if v.Kube == "" || v.Kwok == "" || v.PrometheusOperator == "" {
 		return Versions{}, errors.New("versions.env: KUBE_VERSION, KWOK_VERSION and PROMETHEUS_OPERATOR_VERSION are all required")
 	}
