@@ -32,8 +32,10 @@ type Uptime struct {
 	// Drained is the number of ranks drained or draining, and Offline those not online; both
 	// are only counted in state run.
 	Drained, Offline int
-	// SubmitDisabled and SchedulerDisabled report the second line.
-	SubmitDisabled, SchedulerDisabled bool
+	// SubmitDisabled and SchedulerStopped report the second line: every queue is disabled
+	// (flux queue disable: no job can be submitted), or stopped (flux queue stop: jobs are
+	// accepted and wait, none is given resources).
+	SubmitDisabled, SchedulerStopped bool
 }
 
 // ParseUptime parses the output of flux uptime.
@@ -89,8 +91,10 @@ func ParseUptime(out string) (Uptime, error) {
 			switch f {
 			case "submit disabled":
 				u.SubmitDisabled = true
-			case "scheduler disabled":
-				u.SchedulerDisabled = true
+			case "scheduler stopped", "scheduler disabled":
+				// flux-core 0.88.0 prints "scheduler stopped" (src/cmd/builtin/uptime.c); older
+				// releases said "scheduler disabled" for the same state.
+				u.SchedulerStopped = true
 			default:
 				return Uptime{}, fmt.Errorf("flux uptime: unknown %q in the second line %q", f, lines[1])
 			}

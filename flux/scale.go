@@ -59,7 +59,10 @@ func (idle Idle) Observe(v *View, now time.Time) {
 // undrained before they start again). A burst never runs more than its reservation, and nothing
 // grows for demand the whole instance cannot meet beyond its reservations.
 //
-// Down: only when no job waits. A burst above its floor whose highest ranks have run no job for
+// While Flux's scheduler is stopped (flux queue stop), nothing grows: waiting jobs wait for the
+// administrator, not for nodes; idle bursts shrink as when nothing waits.
+//
+// Down: only when no job waits for nodes. A burst above its floor whose highest ranks have run no job for
 // after is shrunk by those ranks: first they are drained in Flux (reason DrainReason); once Flux
 // reports every one of them drained, and none runs a job, the burst runs that many fewer
 // brokers. A rank that runs a job is never removed, so no job is killed. Ranks are removed from
@@ -79,7 +82,7 @@ func Decide(v *View, bursts []Burst, idle Idle, now time.Time, after time.Durati
 		}
 	}
 	var steps []Step
-	if d.Jobs > 0 {
+	if v.waitsForNodes() {
 		// Brokers started but not joined yet count as coming: do not ask for them twice.
 		coming := 0
 		for _, b := range bursts {
@@ -146,7 +149,7 @@ func Decide(v *View, bursts []Burst, idle Idle, now time.Time, after time.Durati
 			s.Size = keep - b.Start
 		}
 		if s.Size != b.Running || len(s.Drain) > 0 {
-			s.Reason = fmt.Sprintf("no job waits, and ranks %s ran no job for %v", FormatIDSet(rangeOf(keep, b.Start+b.Running), false), after)
+			s.Reason = fmt.Sprintf("%s, and ranks %s ran no job for %v", nothingWaits(v), FormatIDSet(rangeOf(keep, b.Start+b.Running), false), after)
 			steps = append(steps, s)
 		}
 	}
@@ -157,7 +160,7 @@ func Decide(v *View, bursts []Burst, idle Idle, now time.Time, after time.Durati
 // earliest time the highest running rank above a burst's floor will have idled for after. It
 // reports false when no shrink is coming (a job waits, or no such rank idles).
 func NextDown(v *View, bursts []Burst, idle Idle, after time.Duration) (time.Time, bool) {
-	if v == nil || v.Uptime.State != "run" || v.Demand().Jobs > 0 {
+	if v == nil || v.Uptime.State != "run" || v.waitsForNodes() {
 		return time.Time{}, false
 	}
 	var next time.Time
@@ -171,6 +174,19 @@ func NextDown(v *View, bursts []Burst, idle Idle, after time.Duration) (time.Tim
 		}
 	}
 	return next, !next.IsZero()
+}
+
+// waitsForNodes reports whether jobs wait for nodes: some wait for resources, and the scheduler
+// runs. While it is stopped (flux queue stop), jobs wait for the administrator instead.
+func (v *View) waitsForNodes() bool { return v.Demand().Jobs > 0 && !v.Uptime.SchedulerStopped }
+
+// nothingWaits says why a burst may shrink: no job waits, or those that wait do not wait for
+// nodes.
+func nothingWaits(v *View) string {
+	if d := v.Demand(); d.Jobs > 0 {
+		return fmt.Sprintf("the queue is stopped: %s for the administrator, not for nodes", text.Count(d.Jobs, "job waits", "jobs wait"))
+	}
+	return "no job waits"
 }
 
 // ours reports whether fluxfed drained the rank.

@@ -87,6 +87,26 @@ func TestDecideOnTheFixtures(t *testing.T) {
 		name: "a job waits: nothing shrinks, draining ranks come back", step: "3-draining", bursts: burst(0, 2), idleFor: time.Hour,
 		edit: func(v *View) { v.Jobs = append(v.Jobs, Job{ID: "f9", State: "SCHED", Nodes: 4}) },
 		want: []Step{{Burst: "burst-0", Size: 2, Undrain: []int{2, 3}, Reason: "1 job waits for 4 nodes, and 2 ranks can run it"}},
+	}, {
+		name: "the queue is stopped: waiting jobs grow nothing", step: "1-reserved-pending", bursts: burst(0, 0),
+		edit: func(v *View) { v.Uptime.SchedulerStopped = true },
+	}, {
+		name: "the queue is stopped: idle ranks drain although jobs wait", step: "2-joined-running", bursts: burst(0, 2), idleFor: after,
+		edit: func(v *View) {
+			noJobs(v)
+			v.Uptime.SchedulerStopped = true
+			v.Jobs = []Job{{ID: "f9", State: "SCHED", Nodes: 4}}
+		},
+		want: []Step{{Burst: "burst-0", Size: 2, Drain: []int{2, 3},
+			Reason: "the queue is stopped: 1 job waits for the administrator, not for nodes, and ranks 2-3 ran no job for 5m0s"}},
+	}, {
+		name: "a rank in housekeeping counts as one that can run jobs", step: "1-reserved-pending", bursts: burst(0, 0),
+		edit: func(v *View) { v.Ranks[1].Housekeeping = true },
+		want: []Step{{Burst: "burst-0", Size: 2, Reason: "3 jobs wait, one for 4 nodes, and 2 ranks can run them"}},
+	}, {
+		name: "a torpid rank does not", step: "1-reserved-pending", bursts: burst(0, 0),
+		edit: func(v *View) { v.Ranks[1].Torpid = true },
+		want: []Step{{Burst: "burst-0", Size: 2, Reason: "3 jobs wait, one for 4 nodes, and 1 rank can run them"}},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -144,6 +164,13 @@ func TestNextDown(t *testing.T) {
 	}, {
 		name: "a job waits: nothing shrinks", bursts: []Burst{{Name: "b", Start: 2, Reserved: 2, Running: 2}},
 		edit: func(v *View) { v.Jobs = []Job{{ID: "f1", State: "SCHED", Nodes: 1}} },
+	}, {
+		name: "jobs wait on a stopped queue: the rule shrinks as if none did", bursts: []Burst{{Name: "b", Start: 2, Reserved: 2, Running: 2}},
+		edit: func(v *View) {
+			v.Jobs = []Job{{ID: "f1", State: "SCHED", Nodes: 1}}
+			v.Uptime.SchedulerStopped = true
+		},
+		want: t0.Add(after),
 	}, {
 		name: "nothing runs above the floor", bursts: []Burst{{Name: "b", Start: 2, Reserved: 2}},
 	}}

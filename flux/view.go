@@ -24,14 +24,20 @@ type Rank struct {
 	Drain string
 	// Excluded is true for a rank the configuration excludes from scheduling.
 	Excluded bool
+	// Torpid is true for a rank that does not answer its parent broker: no new work goes there.
+	Torpid bool
+	// Housekeeping is true while the rank runs the housekeeping command of a job that ended
+	// ([job-manager.housekeeping]): the rank is busy for a moment, and free again after.
+	Housekeeping bool
 	// Jobs is the number of running jobs (RUN or CLEANUP) that hold the rank.
 	Jobs int
 	// DrainReason is why the rank is drained, when it is.
 	DrainReason string
 }
 
-// Usable reports whether the scheduler may place new work on the rank now.
-func (r Rank) Usable() bool { return r.Online && r.Drain == "" && !r.Excluded }
+// Usable reports whether the scheduler may place new work on the rank: now, or once its
+// housekeeping ends, which takes moments and asks for no other rank.
+func (r Rank) Usable() bool { return r.Online && r.Drain == "" && !r.Excluded && !r.Torpid }
 
 // View is the instance as its rank 0 sees it: the outputs of flux uptime, ResourceStatusCommand,
 // DrainCommand and JobsCommand, read together.
@@ -45,8 +51,11 @@ type View struct {
 	Jobs []Job
 }
 
-// NewView reads the four outputs into a View. Every rank of the instance must be in exactly
-// one line of the resource status, and a running job and a drain must name ranks that exist.
+// NewView reads the four outputs into a View. Every rank of the instance must be in a line of
+// the resource status of one of the states that cover the instance (avail, exclude, draining,
+// drained, torpid), at most once per state; the housekeeping lines name ranks that are also in
+// one of those, as flux resource status lists them. A running job and a drain must name ranks
+// that exist.
 func NewView(uptime, resourceStatus string, jobs []byte, drain string) (*View, error) {
 	u, err := ParseUptime(uptime)
 	if err != nil {
@@ -68,28 +77,53 @@ func NewView(uptime, resourceStatus string, jobs []byte, drain string) (*View, e
 		return nil, err
 	}
 	v.Ranks = make([]Rank, u.Size)
-	seen := make([]bool, u.Size)
+	covered := make([]bool, u.Size)
+	listed := map[string][]bool{}
 	for _, g := range groups {
+		if listed[g.State] == nil {
+			listed[g.State] = make([]bool, u.Size)
+		}
 		for i, r := range g.Ranks {
 			if r >= u.Size {
 				return nil, fmt.Errorf("flux resource status lists rank %d, but the instance has %d", r, u.Size)
 			}
-			if seen[r] {
-				return nil, fmt.Errorf("flux resource status lists rank %d twice", r)
+			if listed[g.State][r] {
+				return nil, fmt.Errorf("flux resource status lists rank %d as %s twice", r, g.State)
 			}
-			seen[r] = true
-			rank := Rank{Host: g.Hosts[i], Online: g.Online}
+			listed[g.State][r] = true
+			rank := &v.Ranks[r]
+			if rank.Host != "" && rank.Host != g.Hosts[i] {
+				return nil, fmt.Errorf("flux resource status names rank %d both %s and %s", r, rank.Host, g.Hosts[i])
+			}
+			rank.Host = g.Hosts[i]
 			switch g.State {
 			case Draining, Drained:
 				rank.Drain = g.State
 			case "exclude":
 				rank.Excluded = true
+			case "torpid":
+				rank.Torpid = true
+			case "housekeeping":
+				rank.Housekeeping = true
 			}
-			v.Ranks[r] = rank
+			if g.State != "housekeeping" && g.State != "allocated" {
+				covered[r] = true
+				rank.Online = g.Online
+			}
 		}
 	}
-	if i := slices.Index(seen, false); i >= 0 {
-		return nil, fmt.Errorf("flux resource status does not list rank %d of %d", i, u.Size)
+	if i := slices.Index(covered, false); i >= 0 {
+		return nil, fmt.Errorf("flux resource status does not list rank %d of %d as avail, exclude, draining, drained or torpid", i, u.Size)
+	}
+	// flux resource status computes avail as every rank that is none of the others, and
+	// draining and drained from one drain set; only housekeeping (and allocated) overlap.
+	for _, pair := range [][2]string{{"avail", "exclude"}, {"avail", Draining}, {"avail", Drained}, {"avail", "torpid"}, {Draining, Drained}} {
+		a, b := listed[pair[0]], listed[pair[1]]
+		for r := range u.Size {
+			if a != nil && b != nil && a[r] && b[r] {
+				return nil, fmt.Errorf("flux resource status lists rank %d as both %s and %s", r, pair[0], pair[1])
+			}
+		}
 	}
 	for _, d := range drains {
 		for _, r := range d.Ranks {

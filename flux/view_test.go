@@ -112,7 +112,12 @@ func TestParseUptime(t *testing.T) {
 		{in: " 14:56:45 run 30s,  owner root,  depth 0,  size 4,  2 offline\n", want: Uptime{State: "run", Size: 4, Offline: 2}},
 		{in: " 09:00:01 quorum 2.5s,  owner flux,  depth 1,  size 8\n", want: Uptime{State: "quorum", Size: 8}},
 		{in: " 14:56:58 run 1.2h,  owner 1000,  depth 0,  size 4,  1 drained,  2 offline\n  submit disabled,  scheduler disabled\n",
-			want: Uptime{State: "run", Size: 4, Drained: 1, Offline: 2, SubmitDisabled: true, SchedulerDisabled: true}},
+			want: Uptime{State: "run", Size: 4, Drained: 1, Offline: 2, SubmitDisabled: true, SchedulerStopped: true}},
+		// What flux-core 0.88.0 prints after flux queue stop, and flux queue disable too.
+		{in: " 14:45:53 run 5.4s,  owner root,  depth 0,  size 4,  1 drained\n  scheduler stopped\n",
+			want: Uptime{State: "run", Size: 4, Drained: 1, SchedulerStopped: true}},
+		{in: " 14:45:58 run 1s,  owner root,  depth 0,  size 2\n  submit disabled,  scheduler stopped\n",
+			want: Uptime{State: "run", Size: 2, SubmitDisabled: true, SchedulerStopped: true}},
 		{in: "", err: "want one or two lines"},
 		{in: "a\nb\nc\n", err: "want one or two lines"},
 		{in: " 14:56:45 run 30s,  owner root,  depth 0\n", err: "want time, state and duration"},
@@ -167,7 +172,11 @@ func TestNewViewErrors(t *testing.T) {
 		err                         string
 	}{
 		{name: "a rank past the size", uptime: up, status: "avail ✔ 3 0-2 a-[0-2]\n", jobs: noJobs, err: "lists rank 2, but the instance has 2"},
-		{name: "a rank twice", uptime: up, status: "avail ✔ 2 0-1 a-[0-1]\ndrained ✔ 1 1 a-1\n", jobs: noJobs, err: "lists rank 1 twice"},
+		{name: "a rank avail and drained", uptime: up, status: "avail ✔ 2 0-1 a-[0-1]\ndrained ✔ 1 1 a-1\n", jobs: noJobs, err: "lists rank 1 as both avail and drained"},
+		{name: "a rank draining and drained", uptime: up, status: "avail ✔ 1 0 a-0\ndraining ✔ 1 1 a-1\ndrained ✔ 1 1 a-1\n", jobs: noJobs, err: "lists rank 1 as both draining and drained"},
+		{name: "a rank twice in one state", uptime: up, status: "avail ✔ 2 0-1 a-[0-1]\navail* ✗ 1 1 a-1\n", jobs: noJobs, err: "lists rank 1 as avail twice"},
+		{name: "a rank only in housekeeping", uptime: up, status: "avail ✔ 1 0 a-0\nhousekeeping ✔ 1 1 a-1\n", jobs: noJobs, err: "does not list rank 1 of 2"},
+		{name: "a rank of two hosts", uptime: up, status: "avail ✔ 2 0-1 a-[0-1]\nhousekeeping ✔ 1 1 b-1\n", jobs: noJobs, err: "names rank 1 both a-1 and b-1"},
 		{name: "a rank missing", uptime: up, status: "avail ✔ 1 0 a-0\n", jobs: noJobs, err: "does not list rank 1 of 2"},
 		{name: "a job on no rank", uptime: up, status: "avail ✔ 2 0-1 a-[0-1]\n",
 			jobs: []byte(`{"jobs": [{"jobid": "f1", "state": "RUN", "ranks": "[1-2]"}]}`), err: "runs on rank 2"},

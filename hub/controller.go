@@ -188,6 +188,7 @@ func (r *Reconciler) burst(ctx context.Context, root *fluxv1alpha2.MiniCluster) 
 	}
 	if fed.plan != nil {
 		obs := r.observeFlux(ctx, root)
+		reportFlux(obs, events)
 		idle := r.scale(ctx, root, fed, obs, events)
 		r.push(ctx, root, p, fed, events)
 		fed.flux = fluxStatus(obs)

@@ -39,6 +39,11 @@ const (
 	// EventCleanupIncomplete: the root's finalizer was released with children left on members
 	// that did not answer; the orphan sweep deletes them when they do.
 	EventCleanupIncomplete = "CleanupIncomplete"
+	// EventFluxUnreadable: flux answered in the lead broker's container, and the hub cannot read
+	// the answer; it decides no scaling step until it can.
+	EventFluxUnreadable = "FluxUnreadable"
+	// EventFluxNotAnswering: the root's instance answered the hub before, and does not now.
+	EventFluxNotAnswering = "FluxNotAnswering"
 )
 
 // removeStale deletes, on the members the hub may reach now, the children of root that its plan

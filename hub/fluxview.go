@@ -113,9 +113,33 @@ type fluxWatch struct {
 type fluxObservation struct {
 	view *flux.View
 	err  error
+	// lost is set when this reconcile's ask failed otherwise than the one before, and the hub
+	// had a view of the instance or got an answer it cannot read: its view is lost.
+	lost error
 	// next is when to look again.
 	next time.Duration
 	w    *fluxWatch
+}
+
+// unreadableError is an answer of flux that the hub cannot read.
+type unreadableError struct{ error }
+
+func (e *unreadableError) Unwrap() error { return e.error }
+
+// reportFlux queues a Warning event when the hub lost its view of the root's instance this
+// reconcile: it keeps the last view, and decides no scaling step on it.
+func reportFlux(obs fluxObservation, events *eventQueue) {
+	if obs.lost == nil {
+		return
+	}
+	var unreadable *unreadableError
+	if errors.As(obs.lost, &unreadable) {
+		events.add(corev1.EventTypeWarning, EventFluxUnreadable, "ObserveFlux",
+			"the hub cannot read what the root's Flux instance printed, so it decides no scaling step until it can: %v", obs.lost)
+		return
+	}
+	events.add(corev1.EventTypeWarning, EventFluxNotAnswering, "ObserveFlux",
+		"the root's Flux instance does not answer the hub any more, so it decides no scaling step until it does: %v", obs.lost)
 }
 
 // observeFlux asks the root's instance what it sees, unless it was asked less than its interval
@@ -146,12 +170,17 @@ func (r *Reconciler) observeFlux(ctx context.Context, root *fluxv1alpha2.MiniClu
 	default:
 		w.interval = min(2*w.interval, r.opts.FluxIntervalMax)
 	}
+	var lost error
+	var unreadable *unreadableError
+	if err != nil && errorText(err) != errorText(w.err) && (w.view != nil || errors.As(err, &unreadable)) {
+		lost = err
+	}
 	w.at, w.err = now, err
 	if err == nil {
 		w.view, w.stale = view, false
 		w.idle.Observe(view, now)
 	}
-	return fluxObservation{view: w.view, err: w.err, next: w.interval, w: w}
+	return fluxObservation{view: w.view, err: w.err, lost: lost, next: w.interval, w: w}
 }
 
 func errorText(err error) string {
@@ -172,7 +201,7 @@ func (r *Reconciler) askFlux(ctx context.Context, root *fluxv1alpha2.MiniCluster
 	}
 	view, err := flux.ParseObservation(string(out))
 	if err != nil {
-		return nil, fmt.Errorf("reading what flux printed in the lead broker's container: %w", err)
+		return nil, &unreadableError{fmt.Errorf("reading what flux printed in the lead broker's container: %w", err)}
 	}
 	return view, nil
 }

@@ -157,6 +157,14 @@ func testFluxsViewOfTheBurstsIsReported(t *testing.T, f *federation) {
 	require.Equal(t, &fluxv1alpha2.FluxStatus{State: "run", Size: 7, Online: 4}, got.Status.Flux)
 	require.True(t, meta.IsStatusConditionTrue(got.Status.Conditions, fluxv1alpha2.ConditionBurstsReady))
 	require.Equal(t, "1/1", got.Status.BurstSummary)
+
+	// An answer the hub cannot read, then no answer at all: each says so in an event.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "status"), []byte("avail ✔ 9 0-8 nope\n"), 0o644))
+	f.requireEvent(t, ns, hub.EventFluxUnreadable, "the hub cannot read what the root's Flux instance printed, so it decides no scaling step until it can")
+	f.execs.mu.Lock()
+	delete(f.execs.flux, ns)
+	f.execs.mu.Unlock()
+	f.requireEvent(t, ns, hub.EventFluxNotAnswering, "the root's Flux instance does not answer the hub any more")
 	require.NoError(t, f.hub.Client.Delete(ctx, root))
 }
 
