@@ -27,7 +27,7 @@ func observe(t *testing.T, inst *realflux.Instance) *flux.View {
 // (listed under both avail and housekeeping), a rank drained, the queue stopped and submission
 // disabled, jobs waiting for more nodes than are free.
 func TestTheHubReadsWhatRealFluxPrints(t *testing.T) {
-	inst := realflux.Start(t, 4, `
+	inst := realflux.StartInstance(t, 4, `
 [job-manager.housekeeping]
 command = ["sleep", "8"]
 `)

@@ -28,6 +28,11 @@ const AnnotationStopExitCode = "e2e.fluxfed.io/exit-code-on-stop"
 // have written to its terminationMessagePath.
 const AnnotationTerminationMessage = "e2e.fluxfed.io/termination-message"
 
+// AnnotationRealContainers on a pod of a local cluster says that its containers run for real on
+// this machine (e2e/realflux): deleted, the pod is not deleted at once, but once its containers
+// ended and AnnotationStopExitCode says how, as a kubelet waits for a pod's containers to stop.
+const AnnotationRealContainers = "e2e.fluxfed.io/real-containers"
+
 // annotationKwokNode marks the nodes that kwok manages (--manage-nodes-with-annotation-selector);
 // the key is kwok's own convention.
 const (
@@ -54,9 +59,10 @@ var stagesTemplate = template.Must(template.New("stages").Delims("[[", "]]").Par
 type stageParams struct {
 	// Resources are the allocatable and capacity of a node created without them.
 	Resources []namedQuantity
-	// ExitCodeAnnotation, StopExitCodeAnnotation and MessageAnnotation are AnnotationExitCode,
-	// AnnotationStopExitCode and AnnotationTerminationMessage.
-	ExitCodeAnnotation, StopExitCodeAnnotation, MessageAnnotation string
+	// ExitCodeAnnotation, StopExitCodeAnnotation, MessageAnnotation and RealAnnotation are
+	// AnnotationExitCode, AnnotationStopExitCode, AnnotationTerminationMessage and
+	// AnnotationRealContainers.
+	ExitCodeAnnotation, StopExitCodeAnnotation, MessageAnnotation, RealAnnotation string
 	// HeartbeatMillis and HeartbeatJitterMillis space the refreshes of a Ready node's conditions.
 	HeartbeatMillis, HeartbeatJitterMillis int64
 }
@@ -72,6 +78,7 @@ func renderStages(resources corev1.ResourceList) ([]byte, error) {
 		ExitCodeAnnotation:     AnnotationExitCode,
 		StopExitCodeAnnotation: AnnotationStopExitCode,
 		MessageAnnotation:      AnnotationTerminationMessage,
+		RealAnnotation:         AnnotationRealContainers,
 		// kwok renews the node Leases, which is what keeps a node Ready; the status refresh only
 		// keeps lastHeartbeatTime plausible for people reading `kubectl describe node`.
 		HeartbeatMillis:       300_000,

@@ -93,6 +93,7 @@ func TestStagesConfig(t *testing.T) {
 		"Stage/fluxfed-pod-failed",
 		"Stage/fluxfed-pod-stopped",
 		"Stage/fluxfed-pod-delete",
+		"Stage/fluxfed-pod-delete-ended",
 		"Stage/fluxfed-pod-delete-stopped",
 	}, names)
 	conf := docs["KwokConfiguration/fluxfed-e2e"]
@@ -116,25 +117,32 @@ func TestStagesConfig(t *testing.T) {
 		require.Contains(t, keys, `.metadata.annotations["`+AnnotationExitCode+`"]`, name)
 	}
 	// A deleted pod matches exactly one of the stages that handle deletion, whatever its phase
-	// and annotations: kwok would otherwise pick one of them at random.
-	deleting := []string{"Stage/fluxfed-pod-stopped", "Stage/fluxfed-pod-delete", "Stage/fluxfed-pod-delete-stopped"}
+	// and annotations: kwok would otherwise pick one of them at random. The one exception is a
+	// running pod whose containers run for real and have not stopped yet: it waits for them.
+	deleting := []string{"Stage/fluxfed-pod-stopped", "Stage/fluxfed-pod-delete", "Stage/fluxfed-pod-delete-ended", "Stage/fluxfed-pod-delete-stopped"}
 	for _, phase := range []corev1.PodPhase{corev1.PodPending, corev1.PodRunning, corev1.PodSucceeded, corev1.PodFailed} {
 		for _, stop := range []bool{false, true} {
-			var matched []string
-			for _, name := range deleting {
-				if selects(t, docs[name], phase, stop) {
-					matched = append(matched, name)
+			for _, real := range []bool{false, true} {
+				var matched []string
+				for _, name := range deleting {
+					if selects(t, docs[name], phase, stop, real) {
+						matched = append(matched, name)
+					}
 				}
+				want := 1
+				if real && phase == corev1.PodRunning && !stop {
+					want = 0
+				}
+				require.Len(t, matched, want, "a deleted %s pod, stop annotation %v, real containers %v", phase, stop, real)
 			}
-			require.Len(t, matched, 1, "a deleted %s pod, stop annotation %v", phase, stop)
 		}
 	}
-	require.True(t, selects(t, docs["Stage/fluxfed-pod-stopped"], corev1.PodRunning, true))
+	require.True(t, selects(t, docs["Stage/fluxfed-pod-stopped"], corev1.PodRunning, true, true))
 }
 
 // selects evaluates the selector of a stage that handles deleted pods against a deleted pod in
-// phase, with or without AnnotationStopExitCode.
-func selects(t *testing.T, stage kwokDoc, phase corev1.PodPhase, stop bool) bool {
+// phase, with or without AnnotationStopExitCode and AnnotationRealContainers.
+func selects(t *testing.T, stage kwokDoc, phase corev1.PodPhase, stop, real bool) bool {
 	t.Helper()
 	for _, e := range stage.Spec.Selector.MatchExpressions {
 		var present bool
@@ -146,6 +154,8 @@ func selects(t *testing.T, stage kwokDoc, phase corev1.PodPhase, stop bool) bool
 			present, value = true, string(phase)
 		case `.metadata.annotations["` + AnnotationStopExitCode + `"]`:
 			present, value = stop, "0"
+		case `.metadata.annotations["` + AnnotationRealContainers + `"]`:
+			present, value = real, "true"
 		default:
 			t.Fatalf("%s: a selector on %s that this test does not know", stage.Metadata.Name, e.Key)
 		}

@@ -32,9 +32,9 @@ type Instance struct {
 // startTimeout bounds the wait for an instance to run: a few seconds on an idle machine.
 const startTimeout = 2 * time.Minute
 
-// Start starts an instance of size brokers, with config (TOML, the contents of a file of the
+// StartInstance starts an instance of size brokers, with config (TOML, the contents of a file of the
 // instance's config directory) when not empty, and waits until rank 0 runs its initial program.
-func Start(t testing.TB, size int, config string) *Instance {
+func StartInstance(t testing.TB, size int, config string) *Instance {
 	t.Helper()
 	prefix, err := fluxcore.Prefix()
 	if err != nil {
