@@ -26,7 +26,7 @@ import (
 // run them with a stand-in flux): kwok's pods say the same when the test ends them.
 const (
 	followerMessage = "the follower broker finished"
-	stoppedLead     = "the lead broker was stopped before its job ended (status 143)"
+	stoppedLead     = "the lead broker was stopped before its job ended (the broker exited with status 129)"
 )
 
 // TestHowAMiniClusterEnds drives each row of docs/minicluster.md "How a MiniCluster ends"

@@ -190,9 +190,9 @@ func TestComputeStatus(t *testing.T) {
 			wantSize: 2,
 			mc:       sample().Size(2).Obj(),
 			obs: observation{job: job(2, 0, batchv1.JobCondition{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "PodFailurePolicy"}),
-				lead: &leadEnd{pod: "flux-sample-0-abcde", exitCode: 143, message: "the lead broker was stopped before its job ended (status 143)"}},
+				lead: &leadEnd{pod: "flux-sample-0-abcde", exitCode: 143, message: "the lead broker was stopped before its job ended (the broker exited with status 129)"}},
 			want:    map[string]cond{fluxv1alpha2.ConditionFailed: {metav1.ConditionTrue, fluxv1alpha2.ReasonJobFailed}},
-			wantMsg: map[string]string{fluxv1alpha2.ConditionFailed: "the lead broker was stopped before its job ended (status 143) (pod flux-sample-0-abcde, exit code 143)"},
+			wantMsg: map[string]string{fluxv1alpha2.ConditionFailed: "the lead broker was stopped before its job ended (the broker exited with status 129) (pod flux-sample-0-abcde, exit code 143)"},
 		},
 		{
 			name:     "the lead's pod is gone: what was read stays",

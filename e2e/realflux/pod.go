@@ -18,6 +18,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fluxfed/fluxfed/member/render/workload"
 )
 
 //go:embed sandbox.sh
@@ -59,6 +61,12 @@ type pod struct {
 
 // volumeDir is where the pod's volume name is on this machine.
 func (p *pod) volumeDir(name string) string { return filepath.Join(p.dir, "vol", name) }
+
+// socket is the path, on this machine, of the local socket of the pod's broker: view/run/flux/
+// local in its flux view volume (the renderer's -Slocal-uri).
+func (p *pod) socket() string {
+	return filepath.Join(p.volumeDir(workload.VolumeView), "view", "run", "flux", "local")
+}
 
 // materialize writes the pod's volumes: emptyDirs empty, ConfigMaps and Secrets as a kubelet
 // projects them (each key a file, or the items asked for, with the mode asked for).
@@ -417,8 +425,17 @@ func (p *pod) killAll(sig syscall.Signal) {
 		_ = syscall.Kill(-cmd.Process.Pid, sig)
 	}
 	p.mu.Unlock()
+	for _, pid := range p.processes() {
+		_ = syscall.Kill(pid, sig)
+	}
+}
+
+// processes returns the processes that carry the pod's mark in their environment: every process
+// of its containers.
+func (p *pod) processes() []int {
 	mark := []byte(podEnvKey + "=" + p.r.token + "/" + strconv.Itoa(p.id) + "\x00")
 	entries, _ := os.ReadDir("/proc")
+	var pids []int
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || pid == os.Getpid() {
@@ -426,9 +443,10 @@ func (p *pod) killAll(sig syscall.Signal) {
 		}
 		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
 		if err == nil && containsEnv(data, mark) {
-			_ = syscall.Kill(pid, sig)
+			pids = append(pids, pid)
 		}
 	}
+	return pids
 }
 
 func containsEnv(environ, entry []byte) bool {

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -27,7 +28,6 @@ import (
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/e2e/clusters"
 	"github.com/fluxfed/fluxfed/e2e/fluxcore"
-	"github.com/fluxfed/fluxfed/member/render/workload"
 )
 
 // Runner runs real Flux behind the simulated pods of one local cluster, as a kubelet and
@@ -68,6 +68,7 @@ type Runner struct {
 	hostsFile                              string
 
 	mu         sync.Mutex
+	endings    []Ending
 	pods       map[types.UID]*pod
 	nextID     int
 	hosts      string
@@ -87,6 +88,76 @@ type Options struct {
 	Logf func(format string, args ...any)
 	// Interval is how often the cluster is looked at; 200 ms when 0.
 	Interval time.Duration
+}
+
+// Ending is how a pod's containers ended, as the runner reported it on the pod.
+type Ending struct {
+	// Pod is the pod's namespace and name.
+	Pod types.NamespacedName
+	// Code is its main container's exit code, Message its termination message.
+	Code    int
+	Message string
+	// Stopped is true when the pod was deleted while its containers ran.
+	Stopped bool
+	// Took is how long the containers ran, from their start to their end.
+	Took time.Duration
+}
+
+// KillBroker kills the Flux brokers of a pod the runner runs, as a crash would (SIGKILL), and
+// returns how many it killed. The container goes on: its entrypoint sees its broker end.
+func (r *Runner) KillBroker(name types.NamespacedName) (int, error) {
+	r.mu.Lock()
+	var p *pod
+	for _, q := range r.pods {
+		if q.name == name {
+			p = q
+		}
+	}
+	r.mu.Unlock()
+	if p == nil {
+		return 0, fmt.Errorf("the runner does not run pod %s", name)
+	}
+	killed := 0
+	for _, pid := range p.processes() {
+		comm, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "comm"))
+		if err == nil && strings.HasPrefix(string(comm), "flux-broker") {
+			if err := syscall.Kill(pid, syscall.SIGKILL); err == nil {
+				killed++
+			}
+		}
+	}
+	return killed, nil
+}
+
+// Flux runs the real flux with args against the broker of a pod the runner runs, as
+// `kubectl exec` into the pod does, and returns its standard output.
+func (r *Runner) Flux(ctx context.Context, name types.NamespacedName, args ...string) (string, error) {
+	r.mu.Lock()
+	var p *pod
+	for _, q := range r.pods {
+		if q.name == name {
+			p = q
+		}
+	}
+	r.mu.Unlock()
+	if p == nil {
+		return "", fmt.Errorf("the runner does not run pod %s", name)
+	}
+	cmd := exec.CommandContext(ctx, fluxcore.Flux(r.prefix), args...)
+	cmd.Env = append(os.Environ(), "FLUX_URI=local://"+p.socket())
+	out, err := cmd.Output()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return string(out), fmt.Errorf("flux %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(exit.Stderr)))
+	}
+	return string(out), err
+}
+
+// Endings returns how the pods the runner ran ended, in the order they did.
+func (r *Runner) Endings() []Ending {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.endings)
 }
 
 type forward struct {
@@ -271,8 +342,12 @@ func (r *Runner) startPod(ctx context.Context, pd *corev1.Pod) error {
 // runPod runs p to its end and reports how it ended on the pod, as its kubelet would.
 func (r *Runner) runPod(p *pod) {
 	ctx := context.Background()
+	start := time.Now()
 	code, msg := p.run(ctx)
 	stopping := p.isStopping()
+	r.mu.Lock()
+	r.endings = append(r.endings, Ending{Pod: p.name, Code: code, Message: msg, Stopped: stopping, Took: time.Since(start)})
+	r.mu.Unlock()
 	key := clusters.AnnotationExitCode
 	if stopping {
 		key = clusters.AnnotationStopExitCode
@@ -419,9 +494,7 @@ func (r *Runner) syncForwarders(ctx context.Context, pods []corev1.Pod) error {
 
 // execRule makes `kubectl exec` into p run on this machine with FLUX_URI at p's broker socket.
 func (r *Runner) execRule(ctx context.Context, p *pod) error {
-	// The broker's socket is in the flux view volume, at view/run/flux/local.
-	socket := filepath.Join(p.volumeDir(workload.VolumeView), "view", "run", "flux", "local")
-	env := map[string]string{"FLUX_URI": "local://" + socket, "PATH": filepath.Join(r.prefix, "bin") + ":" + defaultPath}
+	env := map[string]string{"FLUX_URI": "local://" + p.socket(), "PATH": filepath.Join(r.prefix, "bin") + ":" + defaultPath}
 	if err := r.c.ExecLocally(ctx, p.name.Namespace, p.name.Name, "/", env); err != nil {
 		return err
 	}

@@ -28,7 +28,7 @@ import (
 )
 
 // oneCluster starts a local cluster with fluxfed's CRD, the MiniCluster reconciler and a Runner.
-func oneCluster(t *testing.T) (*clusters.Cluster, client.Client) {
+func oneCluster(t *testing.T) (*Runner, client.Client) {
 	t.Helper()
 	env := clusters.StartT(t, clusters.Options{Names: []string{"real"}, NodesPerCluster: 2,
 		BeforeControllers: func(ctx context.Context, _ *clusters.Cluster, cfg *rest.Config) error {
@@ -66,7 +66,7 @@ func oneCluster(t *testing.T) (*clusters.Cluster, client.Client) {
 	t.Cleanup(func() { require.NoError(t, r.Close()) })
 	cl, err := client.New(c.Config, client.Options{Scheme: scheme})
 	require.NoError(t, err)
-	return c, cl
+	return r, cl
 }
 
 // shortDir is a temporary directory with a short path: brokers' sockets are in it.

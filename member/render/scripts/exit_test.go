@@ -121,6 +121,63 @@ func TestAFailingPostFailsTheLeadUnderStrict(t *testing.T) {
 	require.Equal(t, "fluxfed: error: commands.post failed with status 5\n", s.terminationMessage(t))
 }
 
+// TestAPostThatExitsEndsOnlyThePost runs a commands.post that calls exit: the lead still ends as
+// its job did, or, under logging.strict, fails saying that the post did.
+func TestAPostThatExitsEndsOnlyThePost(t *testing.T) {
+	for _, strict := range []bool{false, true} {
+		t.Run(fmt.Sprintf("strict=%v", strict), func(t *testing.T) {
+			s, script := exitSandbox(t, func(spec *fluxv1alpha2.MiniClusterSpec) {
+				spec.Logging.Strict = strict
+				spec.Containers[0].Commands.Post = "exit 4"
+			})
+			out, err := s.run(t, "bash", script, []string{"JOB_COMPLETION_INDEX=0"})
+			if strict {
+				require.Equal(t, 1, exitCode(t, err), out)
+				require.Equal(t, "fluxfed: error: commands.post failed with status 4\n", s.terminationMessage(t))
+				return
+			}
+			require.NoError(t, err, out)
+			require.Equal(t, "the job exited with status 0\n", s.terminationMessage(t))
+		})
+	}
+}
+
+// TestAJobWhoseBrokerDiedIsNotTakenForEnded runs the lead's job for real while its broker is gone
+// once the job returns (flux submit --watch exits 0 when it loses its broker): no status is
+// recorded, and the lead, out of restarts, fails instead of reporting a success.
+func TestAJobWhoseBrokerDiedIsNotTakenForEnded(t *testing.T) {
+	s, script := exitSandbox(t, func(spec *fluxv1alpha2.MiniClusterSpec) {
+		spec.Containers[0].Command = "true"
+		spec.Containers[0].Launcher = true
+		spec.BackoffLimit = 1
+	})
+	out, err := s.run(t, "bash", script, []string{"JOB_COMPLETION_INDEX=0", "FAKE_FLUX_RUN=1", "FAKE_FLUX_GONE=1"})
+	require.Equal(t, 1, exitCode(t, err), out)
+	require.Contains(t, out, "the broker went away before the job ended; its status is not recorded")
+	require.NoFileExists(t, filepath.Join(s.mount, "fluxfed/job-status"))
+	require.Len(t, s.starts(t), 2, "started once, and again once (backoffLimit 1)")
+	require.Equal(t, "the lead broker exited with status 0 before its work ended, 1 times started again\n", s.terminationMessage(t))
+}
+
+// TestABrokerThatDoesNotStopIsKilledInTime stops containers whose broker ignores SIGTERM (a
+// follower waiting up to 60 s for a parent that is gone): the broker is killed after
+// fluxfed_stop_seconds, and the container still ends as it says, well before a kubelet would
+// kill it.
+func TestABrokerThatDoesNotStopIsKilledInTime(t *testing.T) {
+	s, script := exitSandbox(t, nil)
+	st := s.start(t, script, []string{"JOB_COMPLETION_INDEX=1", "FAKE_FLUX_WAIT=143", "FAKE_FLUX_STUBBORN=1"})
+	require.Equal(t, 0, st.stop(t), st.out.String())
+	require.Equal(t, "the follower broker finished\n", s.terminationMessage(t))
+
+	s, script = exitSandbox(t, func(spec *fluxv1alpha2.MiniClusterSpec) {
+		spec.Containers[0].Command = "sleep 30"
+		spec.Containers[0].Launcher = true
+	})
+	st = s.start(t, script, []string{"JOB_COMPLETION_INDEX=0", "FAKE_FLUX_RUN=1", "FAKE_FLUX_STUBBORN=1"})
+	require.Equal(t, 143, st.stop(t), st.out.String())
+	require.Equal(t, "the lead broker was stopped before its job ended (the broker exited with status 137)\n", s.terminationMessage(t))
+}
+
 // started is an entrypoint running in the background.
 type started struct {
 	cmd  *exec.Cmd
@@ -199,6 +256,6 @@ func TestALeadStoppedBeforeItsJobEndsFails(t *testing.T) {
 	st := s.start(t, script, []string{"JOB_COMPLETION_INDEX=0", "FAKE_FLUX_RUN=1"})
 	require.Equal(t, 143, st.stop(t), st.out.String())
 	require.Len(t, s.starts(t), 1, st.out.String())
-	require.Equal(t, "the lead broker was stopped before its job ended (status 143)\n", s.terminationMessage(t))
+	require.Equal(t, "the lead broker was stopped before its job ended (the broker exited with status 143)\n", s.terminationMessage(t))
 	require.NoFileExists(t, filepath.Join(s.mount, "fluxfed/job-status"))
 }

@@ -64,6 +64,8 @@ start)
 	if [ "$#" = 0 ]; then
 		if [ -n "${FAKE_FLUX_WAIT:-}" ]; then
 			trap 'exit "$FAKE_FLUX_WAIT"' TERM
+			# A broker that does not stop on SIGTERM (one waiting for its parent's goodbye).
+			[ -z "${FAKE_FLUX_STUBBORN:-}" ] || trap '' TERM
 			while :; do sleep 0.05; done
 		fi
 		exit 0
@@ -75,6 +77,7 @@ start)
 		job=$!
 		set +m
 		trap 'kill -TERM -- "-$job"; wait "$job"; exit 143' TERM
+		[ -z "${FAKE_FLUX_STUBBORN:-}" ] || trap '' TERM
 		wait "$job"
 		exit
 	fi
@@ -85,6 +88,11 @@ start)
 		fi
 	done
 	exit "${FAKE_JOB_RC:-0}"
+	;;
+getattr)
+	# The broker answers, unless $FAKE_FLUX_GONE says it died.
+	[ -z "${FAKE_FLUX_GONE:-}" ] || exit 1
+	echo 0
 	;;
 *)
 	echo "fake flux: unexpected $*" >&2
@@ -175,11 +183,12 @@ func (s sandbox) run(t *testing.T, shell, script string, env []string) (string, 
 	return s.exec(t, env, shell, "-c", s.sandboxed(script), "entrypoint")
 }
 
-// sandboxed returns script with its termination message written in the sandbox (terminationLog)
-// and no wait before a broker starts again.
+// sandboxed returns script with its termination message written in the sandbox (terminationLog),
+// no wait before a broker starts again, and 1 s for a broker to stop before it is killed.
 func (s sandbox) sandboxed(script string) string {
 	script = strings.Replace(script, "\nfluxfed_termination_log=/dev/termination-log\n",
 		"\nfluxfed_termination_log="+Quote(s.terminationLog())+"\n", 1)
+	script = strings.Replace(script, "\nfluxfed_stop_seconds=25\n", "\nfluxfed_stop_seconds=1\n", 1)
 	return strings.Replace(script, "\nfluxfed_retry_seconds=15\n", "\nfluxfed_retry_seconds=0\n", 1)
 }
 

@@ -471,9 +471,13 @@ const JobStatusMessage = "the job exited with status %d"
 
 // recordStatus is the lead broker's initial program around the job: it runs the job (its
 // arguments after the status file) and writes the job's exit status to the status file, which
-// a job stopped by a signal never reaches.
+// a job stopped by a signal never reaches. It writes it only if the broker still answers: when
+// the broker dies (a crash), this program outlives it, and flux submit --watch, having lost its
+// broker, exits 0 although the job never ended (flux-core 0.88.0). A status left unwritten
+// means a job that did not end: the lead starts its broker again, or fails.
 const recordStatus = `fluxfed_job_rc=0; "${@:2}" || fluxfed_job_rc=$?; ` +
-	`printf '%s\n' "$fluxfed_job_rc" >"$1.new" && mv -f "$1.new" "$1"; exit "$fluxfed_job_rc"`
+	`if flux getattr rank >/dev/null 2>&1; then printf '%s\n' "$fluxfed_job_rc" >"$1.new" && mv -f "$1.new" "$1"; ` +
+	`else echo "fluxfed: the broker went away before the job ended; its status is not recorded" >&2; fi; exit "$fluxfed_job_rc"`
 
 func fluxScriptData(mc *fluxv1alpha2.MiniCluster, i int, in Inputs) (fluxScript, error) {
 	c := &mc.Spec.Containers[i]
