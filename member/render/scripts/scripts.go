@@ -404,6 +404,10 @@ func provisionerData(mc *fluxv1alpha2.MiniCluster) provisioner {
 	}
 }
 
+// viewEnvPath is the file, under the mount path, where the entrypoint writes the variables that
+// tell flux-core where the view's other packages (Fluxion) are, for flux-view.sh to source.
+const viewEnvPath = "/fluxfed/view-env.sh"
+
 // fluxViewSh is the file users source to use the instance from a shell in a broker pod, as
 // with the Flux Operator: '. M/flux-view.sh && flux proxy $fluxsocket bash'.
 func fluxViewSh(mc *fluxv1alpha2.MiniCluster, v view) string {
@@ -421,6 +425,8 @@ func fluxViewSh(mc *fluxv1alpha2.MiniCluster, v view) string {
 			b.WriteString("done\nunset fluxfed_site\n")
 		}
 		b.WriteString("export LD_LIBRARY_PATH=\"${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$fluxfed_viewroot/lib\"\n")
+		// Where flux-core finds Fluxion in the view, as the entrypoint found it (view-env).
+		fmt.Fprintf(&b, "if [ -r %[1]s ]; then . %[1]s; fi\n", Quote(v.MountPath+viewEnvPath))
 	}
 	if !mc.Spec.Flux.DisableSocket {
 		b.WriteString("export fluxsocket=\"local://$fluxfed_viewroot/run/flux/local\"\n")

@@ -264,4 +264,19 @@ func TestViewEnvironmentPathsExist(t *testing.T) {
 	for _, dir := range strings.Split(env["FLUX_RC_EXTRA"], ":") {
 		require.NoFileExists(t, filepath.Join(dir, "rc1.d/01-enclosing-instance"))
 	}
+
+	// A user's shell that sources flux-view.sh (to run flux proxy) gets the same directories,
+	// after its own.
+	shell := `FLUX_EXEC_PATH_PREPEND=/mine; . "$1"; for n in ` + strings.Join(fluxVars, " ") + `; do printf '%s=%s\0' "$n" "${!n}"; done >"$2"`
+	file = filepath.Join(s.root, "shell.env")
+	out, err = s.exec(t, nil, "bash", "-c", shell, "user", filepath.Join(s.mount, "flux-view.sh"), file)
+	require.NoError(t, err, out)
+	user := readEnv(t, file)
+	for _, name := range fluxVars {
+		want := env[name]
+		if name == "FLUX_EXEC_PATH_PREPEND" {
+			want = "/mine:" + want
+		}
+		require.Equal(t, want, user[name], name)
+	}
 }
