@@ -33,8 +33,9 @@ const (
 // status.bursts[].size, so a restarted hub never shrinks a burst that runs jobs.
 //
 // It returns how soon to look again when ranks will have idled long enough before the next ask
-// would come (0 when that is not so), and has the instance asked again then, so that a burst
-// shrinks when its idle time is up, on a fresh answer, whatever the asks backed off to.
+// would come, or right after a step it ran (0 when neither is so), and has the instance asked
+// again then, so that a burst shrinks when its idle time is up, on a fresh answer, whatever the
+// asks backed off to, and once drained at once.
 func (r *Reconciler) scale(ctx context.Context, root *fluxv1alpha2.MiniCluster, fed *federation, obs fluxObservation, events *eventQueue) time.Duration {
 	onDemand, after := root.Spec.Flux.Bursting.OnDemand()
 	if !onDemand || fed.plan == nil || obs.w == nil {
@@ -103,11 +104,14 @@ func (r *Reconciler) scale(ctx context.Context, root *fluxv1alpha2.MiniCluster, 
 			events.add(corev1.EventTypeNormal, EventBurstScaledDown, text.Truncate("Drain "+s.Burst, maxEventAction), "drained ranks %s of burst %s in Flux before it shrinks: %s",
 				flux.FormatIDSet(s.Drain, false), s.Burst, s.Reason)
 		}
-		// Ask again soon: the drain or the new brokers change what the instance says.
+		// Ask again right away: the drain or the new brokers change what the instance says, and
+		// a drained burst shrinks on the next answer. Nothing else brings the root back then (its
+		// status changes only with that answer), so the reconcile comes back in stepFollowUp.
 		w.mu.Lock()
 		w.stale = true
 		w.at = w.at.Add(-w.interval)
 		w.interval = r.opts.FluxInterval
+		wait = sooner(wait, stepFollowUp)
 		if s.Size != int(o.Size) {
 			verb, reason := "raised", EventBurstScaledUp
 			if s.Size < int(o.Size) {
@@ -122,6 +126,10 @@ func (r *Reconciler) scale(ctx context.Context, root *fluxv1alpha2.MiniCluster, 
 	}
 	return wait
 }
+
+// stepFollowUp is how soon the hub asks the root's instance again after a scaling step: long
+// enough for idle ranks to show drained, short enough that the resize follows the drain at once.
+const stepFollowUp = time.Second
 
 // fluxCommand runs argv with flux in the root's lead broker container; a failure is an event.
 func (r *Reconciler) fluxCommand(ctx context.Context, root *fluxv1alpha2.MiniCluster, events *eventQueue, argv []string) bool {

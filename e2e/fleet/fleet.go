@@ -33,6 +33,7 @@ import (
 
 	fedv1alpha1 "github.com/fluxfed/fluxfed/api/fluxfed/v1alpha1"
 	"github.com/fluxfed/fluxfed/e2e/clusters"
+	"github.com/fluxfed/fluxfed/e2e/realflux"
 	"github.com/fluxfed/fluxfed/e2e/testenv"
 )
 
@@ -65,6 +66,10 @@ type Options struct {
 	// Unregistered leaves the members as a cluster that only runs fluxfed is: without
 	// deploy/member-access-any and not registered on the hub, for tests of the registration.
 	Unregistered bool
+	// RealFlux runs real Flux behind the broker pods of every cluster (e2e/realflux), instead of
+	// the stand-ins StartFlux starts: it needs root, flux-core (make flux-core) and a network
+	// namespace without eth0 (e2e/cmd/loopback).
+	RealFlux bool
 }
 
 // LeadProbeInterval is how often the fleet's hub greets a lead broker endpoint that did not
@@ -87,6 +92,8 @@ type Fleet struct {
 	// hubArgs are the hub manager's arguments; hubProcess is the process that runs it.
 	hubArgs    []string
 	hubProcess *clusters.Process
+	// Runners run real Flux behind the pods of each cluster, by cluster name (Options.RealFlux).
+	Runners map[string]*realflux.Runner
 }
 
 // Start brings the fleet up. On error, what was started is stopped.
@@ -178,6 +185,18 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 		}
 	}
 
+	if opts.RealFlux {
+		logf("Running real Flux behind the broker pods of every cluster")
+		f.Runners = map[string]*realflux.Runner{}
+		for _, c := range env.Clusters {
+			r, err := realflux.Start(ctx, c, realflux.Options{Logf: logf})
+			if err != nil {
+				return nil, errors.Join(fmt.Errorf("cluster %s: %w", c.Name, err), f.closeRunners())
+			}
+			f.Runners[c.Name] = r
+		}
+	}
+
 	if opts.Unregistered {
 		return f, nil
 	}
@@ -219,8 +238,18 @@ func StartT(t testing.TB, opts Options) *Fleet {
 	return f
 }
 
-// Stop stops the managers and the clusters.
-func (f *Fleet) Stop() error { return f.Env.Stop() }
+// Stop stops real Flux, the managers and the clusters.
+func (f *Fleet) Stop() error { return errors.Join(f.closeRunners(), f.Env.Stop()) }
+
+// closeRunners stops real Flux on every cluster: its brokers end as their pods would.
+func (f *Fleet) closeRunners() error {
+	var errs []error
+	for name, r := range f.Runners {
+		errs = append(errs, r.Close())
+		delete(f.Runners, name)
+	}
+	return errors.Join(errs...)
+}
 
 // BuildFluxfed builds cmd/fluxfed into path.
 func BuildFluxfed(path string) error {

@@ -178,6 +178,17 @@ func TestABrokerThatDoesNotStopIsKilledInTime(t *testing.T) {
 	require.Equal(t, "the lead broker was stopped before its job ended (the broker exited with status 137)\n", s.terminationMessage(t))
 }
 
+// TestALeadWithoutAJobStoppedIsNotShutDown stops the lead of a MiniCluster without a job: its
+// broker ends cleanly on SIGTERM, which is no `flux shutdown`: the container ends as a stopped
+// one (143), so that deleting the pod does not complete the MiniCluster.
+func TestALeadWithoutAJobStoppedIsNotShutDown(t *testing.T) {
+	s, script := exitSandbox(t, func(spec *fluxv1alpha2.MiniClusterSpec) { spec.Interactive = true })
+	st := s.start(t, script, []string{"JOB_COMPLETION_INDEX=0", "FAKE_FLUX_WAIT=0"})
+	require.Equal(t, 143, st.stop(t), st.out.String())
+	require.Equal(t, "the instance was stopped (the broker exited with status 0)\n", s.terminationMessage(t))
+	require.NoFileExists(t, filepath.Join(s.mount, "fluxfed/job-status"))
+}
+
 // started is an entrypoint running in the background.
 type started struct {
 	cmd  *exec.Cmd
