@@ -69,7 +69,7 @@ func TestMain(m *testing.M) {
 			once.Do(func() {
 				shared, err = fleet.Start(context.Background(), fleet.Options{Dir: dir, RealFlux: true,
 					ManagerArgs: []string{"--flux-interval=10s", "--flux-interval-max=2m"},
-					Logf: func(format string, args ...any) { fmt.Fprintf(os.Stderr, "realflux: "+format+"\n", args...) }})
+					Logf:        func(format string, args ...any) { fmt.Fprintf(os.Stderr, "realflux: "+format+"\n", args...) }})
 			})
 			if shared == nil {
 				t.Fatalf("starting the fleet: %v (logs in %s)", err, dir)
