@@ -32,14 +32,20 @@
 // it. So does anything else that greets it while the stand-ins run, such as the hub's probe of
 // the lead broker, which meets rank 0's CURVE socket. Every dial goes through e2e/netguard.
 //
+// e2e/realflux checks the stand-ins against real flux-core brokers of the same configs: the
+// place every broker finds (rank, size, parent URI, whether it listens), the ranks that join,
+// and the broker that does not, with its reason, for another certificate, a hosts array in
+// another order and a hostname not in it.
+//
 // Differences from a real broker, on purpose:
 //   - Only the CURVE handshake is real. zmq4 frames messages before its security mechanism
 //     sees them, so the messages after the handshake are not boxed as CURVE MESSAGE commands:
 //     a stand-in talks to stand-ins, not to libzmq, once the handshake is done.
-//   - A broker whose handshake fails, or whose parent refuses or cannot be resolved, gives up
-//     at once instead of retrying forever, logging nothing, as a real broker does; it is
-//     reported ([ReasonCertificate] for a failed handshake) so that the failure shows. Every
-//     broker with children binds before any broker connects, so that a run settles as soon as
+//   - A broker whose handshake fails, or whose parent cannot be resolved, gives up at once
+//     where a real broker retries forever, logging nothing; it is reported
+//     ([ReasonCertificate] for a failed handshake) so that the failure shows. A broker whose
+//     parent refuses its hello ends, as a real one does, and the reason is the line the real
+//     parent logs. Every broker with children binds before any broker connects, so that a run settles as soon as
 //     every broker has joined or failed.
 //   - Names are routed in-process, not resolved: there is no DNS, and a stand-in listens on a
 //     free port of 127.0.0.1, not on its pod's address and port. Only the lead broker's

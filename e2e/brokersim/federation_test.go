@@ -222,7 +222,7 @@ func TestFederationFailsToJoin(t *testing.T) {
 				}
 			}},
 			want:     rest(map[string]brokersim.Reason{"burst-b-0": brokersim.ReasonHostname}, "burst-b", brokersim.ReasonOrphaned),
-			detailOf: "burst-b-0", detail: "burst-b-0 claims rank 8, but lammps-0 (rank 0) has burst-a-0 at rank 8: mismatched config?",
+			detailOf: "burst-b-0", detail: "rejecting connection from burst-b-0 (rank 8): burst-a-0 is configured as rank 8: mismatched config?",
 		},
 		{
 			name:     "a topology whose parents lie in another cluster",
@@ -263,7 +263,7 @@ func TestFederationFailsToJoin(t *testing.T) {
 			}},
 			want:     rest(rest(map[string]brokersim.Reason{}, "burst-a", brokersim.ReasonNotChild), "burst-b", brokersim.ReasonNotChild),
 			detailOf: "burst-a-1",
-			detail:   "rank 9 (burst-a-1) is not a child of lammps-0 (rank 0) in its topology custom (the default), which gives it parent 8",
+			detail:   "rejecting connection from burst-a-1 (rank 9): rank 9 is not a child of rank 0: mismatched config? (in its topology custom (the default), rank 9's parent is 8)",
 		},
 		{
 			name:     "the lead broker not exposed",

@@ -10,7 +10,7 @@ import (
 var messages = []message{
 	{kind: kindHello, id: 3, hostname: "burst-a-0", rank: 8},
 	{kind: kindWelcome, id: 0},
-	{kind: kindRefuse, reason: ReasonHostname, detail: "burst-b-0 claims rank 8"},
+	{kind: kindRefuse, reason: ReasonHostname, detail: "rejecting connection from burst-b-0 (rank 8)"},
 	{kind: kindRefuse, reason: ReasonDuplicate, detail: ""},
 	{kind: kindJoined, ranks: []int{9, 10, 11}},
 	{kind: kindPing, seq: 4, rank: 12},

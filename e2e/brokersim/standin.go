@@ -204,24 +204,29 @@ func (s *standIn) hello(id string, m message) {
 
 // admit applies the rules a flux-broker applies to a hello, which comes after the CURVE
 // handshake proved the certificate: the hostname at the claimed rank in this broker's own
-// hosts, and that rank being its child in its own topology. It returns "" to accept.
+// hosts, and that rank being its child in its own topology. It returns "" to accept; a refusal
+// says what flux-core's overlay logs when it refuses the same hello.
 func (s *standIn) admit(m message) (Reason, string) {
-	me := fmt.Sprintf("%s (rank %d)", s.spec.Hostname, s.place.Rank)
 	hosts := s.boot.Hosts
+	hostAt := func(rank int) string {
+		if rank < 0 || rank >= len(hosts) {
+			return "(null)" // what flux_get_hostbyrank gives a rank it does not know
+		}
+		return hosts[rank].Name
+	}
 	switch {
-	case m.rank >= len(hosts):
-		return ReasonHostname, fmt.Sprintf("%s claims rank %d, but %s lists %d hosts: mismatched config?", m.hostname, m.rank, me, len(hosts))
-	case hosts[m.rank].Name != m.hostname:
-		return ReasonHostname, fmt.Sprintf("%s claims rank %d, but %s has %s at rank %d: mismatched config?", m.hostname, m.rank, me, hosts[m.rank].Name, m.rank)
+	case hostAt(m.rank) != m.hostname:
+		return ReasonHostname, fmt.Sprintf("rejecting connection from %s (rank %d): %s is configured as rank %d: mismatched config?",
+			m.hostname, m.rank, hostAt(m.rank), m.rank)
 	case s.boot.Parent(m.rank) != s.place.Rank:
-		return ReasonNotChild, fmt.Sprintf("rank %d (%s) is not a child of %s in its topology %s, which gives it parent %d: mismatched config?",
-			m.rank, m.hostname, me, topologyName(s.place.Topology), s.boot.Parent(m.rank))
+		return ReasonNotChild, fmt.Sprintf("rejecting connection from %s (rank %d): rank %d is not a child of rank %d: mismatched config? (in its topology %s, rank %d's parent is %d)",
+			hostAt(m.rank), m.rank, m.rank, s.place.Rank, topologyName(s.place.Topology), m.rank, s.boot.Parent(m.rank))
 	}
 	s.mu.Lock()
 	_, online := s.children[m.rank]
 	s.mu.Unlock()
 	if online {
-		return ReasonDuplicate, fmt.Sprintf("rank %d (%s) is online at %s already, through another connection", m.rank, m.hostname, me)
+		return ReasonDuplicate, fmt.Sprintf("rank %d (%s) is online at %s already, through another connection", m.rank, m.hostname, fmt.Sprintf("%s (rank %d)", s.spec.Hostname, s.place.Rank))
 	}
 	return "", ""
 }

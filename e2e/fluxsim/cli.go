@@ -26,13 +26,50 @@ func Main(dir string, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	out, err := run(dir, args)
-	if err != nil {
+	return answer(args, out, err, stdout, stderr)
+}
+
+// Run runs the stand-in flux with args on in, at in.Now, as Main does on the instance of a
+// directory.
+func Run(in *Instance, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		return Main("-", args, stdout, stderr)
+	}
+	out, err := command(in, args)
+	return answer(args, out, err, stdout, stderr)
+}
+
+// answer writes what a command printed, or its error as flux does, and returns its exit status.
+func answer(args []string, out string, err error, stdout, stderr io.Writer) int {
+	var refused *Refusal
+	switch {
+	case errors.As(err, &refused):
+		errno := ""
+		if refused.Errno != 0 {
+			errno = fmt.Sprintf("[Errno %d] ", refused.Errno)
+		}
+		fmt.Fprintf(stderr, "flux-%s: ERROR: %s%s\n", args[0], errno, refused.Message)
+		if refused.Info != "" {
+			fmt.Fprintf(stderr, "flux-%s: INFO: %s\n", args[0], refused.Info)
+		}
+		return 1
+	case err != nil:
 		fmt.Fprintf(stderr, "flux-%s: ERROR: %v\n", args[0], err)
 		return 1
 	}
 	_, _ = io.WriteString(stdout, out) // nobody to tell when stdout is gone
 	return 0
 }
+
+// Refusal is an error a Flux service answers a request with, as a flux command prints it: the
+// errno when the command shows it (0 when not), the message, and a hint the command adds.
+type Refusal struct {
+	Errno   int
+	Message string
+	Info    string
+}
+
+func (r *Refusal) Error() string { return r.Message }
 
 // errNoInstance is what a command gets before the harness created the instance: no broker runs.
 var errNoInstance = errors.New("Unable to connect to Flux: the stand-in instance does not exist yet") //nolint:staticcheck // flux's capitalisation
@@ -95,7 +132,8 @@ func resource(in *Instance, args []string) (string, error) {
 			}
 			return in.DrainList(), nil
 		}
-		if len(sub) > 0 && (sub[0] == "-f" || sub[0] == "-u") {
+		force := len(sub) > 0 && (sub[0] == "-f" || sub[0] == "-u")
+		if force {
 			sub = sub[1:]
 		}
 		if len(sub) == 0 {
@@ -105,7 +143,7 @@ func resource(in *Instance, args []string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		return "", in.Drain(ranks, strings.Join(sub[1:], " "), in.Now)
+		return "", in.Drain(ranks, strings.Join(sub[1:], " "), force, in.Now)
 	case "undrain":
 		if len(sub) != 1 {
 			return "", fmt.Errorf("undrain takes TARGETS only, not %q", sub)

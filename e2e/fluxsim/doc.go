@@ -22,9 +22,10 @@
 //	flux jobs [-A] --json -f pending,running
 //
 // and it acts on `flux resource drain TARGETS REASON...`, `flux resource undrain TARGETS` and
-// `flux submit`. The tests check the outputs against the fixtures byte for byte. Differences
-// from Flux, on purpose: the ranks have cores but no GPUs; draining a rank that is drained
-// again replaces its reason and undraining a rank that is not drained is accepted, where real
-// Flux's answers were not recorded; a job that asks for more nodes than the instance has is
-// refused at submission.
+// `flux submit`. The tests check the outputs against the fixtures byte for byte, and against
+// real flux-core brokers driven through the same steps (e2e/realflux), refusals included:
+// draining a drained rank without -f, undraining one that is not drained. Differences from
+// Flux, on purpose: the ranks have cores but no GPUs; a job that asks for more nodes than the
+// instance has is refused at submission; the scheduler cannot be stopped, and housekeeping
+// and the broker states while an instance starts or stops are not simulated.
 package fluxsim

@@ -94,7 +94,7 @@ func TestTheStandInReplaysTheFixtures(t *testing.T) {
 	requireJobs(t, fixture(t, step, "jobs-pending-running.json"), in.JobsJSON(1795445807.177369+4.917971611022949, "root"))
 
 	// 3: the burst's ranks are drained while their jobs run.
-	require.NoError(t, in.Drain([]int{2, 3}, "fluxfed: burst scaling down", 1795445812.5))
+	require.NoError(t, in.Drain([]int{2, 3}, "fluxfed: burst scaling down", false, 1795445812.5))
 	step = "3-draining"
 	require.Equal(t, fixture(t, step, "uptime.txt"), in.Uptime(start+38.2, time.UTC), step)
 	require.Equal(t, fixture(t, step, "resource-status.txt"), in.ResourceStatus(), step)
@@ -111,19 +111,21 @@ func TestTheStandInReplaysTheFixtures(t *testing.T) {
 	requireJobs(t, fixture(t, step, "jobs-pending-running.json"), in.JobsJSON(1795445814.2, "root"))
 	require.Equal(t, 2, in.Killed)
 
-	// Then: undrained while offline, a new 4-node job waits, the brokers rejoin, and it runs.
+	// Then: undrained while offline, a new 4-node job waits, the brokers rejoin, and it runs
+	// once the killed job is cleaned up (CleanupSeconds after the ranks were lost).
 	require.NoError(t, in.Undrain([]int{2, 3}, 1795445820))
 	j, err := in.Submit([]string{"hostname"}, 4, 0, "/home/user", 1795445821)
 	require.NoError(t, err)
-	in.Advance(1795445825)
-	require.Equal(t, StateSched, in.Jobs[len(in.Jobs)-1].State, "the job waits for the offline ranks")
 	require.NoError(t, in.SetOnline([]int{0, 1, 2, 3}, 1795445826))
-	in.Advance(1795445827)
+	in.Advance(1795445830)
+	require.Equal(t, StateSched, in.Jobs[len(in.Jobs)-1].State, "the job waits for the ranks the killed job holds")
+	cleaned := 1795445814.120613 + CleanupSeconds
+	in.Advance(cleaned + 1)
 	last := in.Jobs[len(in.Jobs)-1]
 	require.Equal(t, j.ID, last.ID)
 	require.Equal(t, StateInactive, last.State)
 	require.Equal(t, []int{0, 1, 2, 3}, last.Ranks)
-	require.InDelta(t, 1795445826, last.TRun, 1e-9)
+	require.InDelta(t, cleaned, last.TRun, 1e-6)
 }
 
 func TestF58(t *testing.T) {

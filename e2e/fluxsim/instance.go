@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/fluxfed/fluxfed/flux"
 	"github.com/fluxfed/fluxfed/hostlist"
@@ -20,8 +21,11 @@ const (
 	StateInactive = "INACTIVE"
 )
 
-// cleanupSeconds is how long a killed job stays in CLEANUP, holding its ranks, before it ends.
-const cleanupSeconds = 5
+// CleanupSeconds is how long a job that lost a rank stays in CLEANUP, holding its other ranks,
+// before it ends: job-exec waits five times its kill-timeout (5 s by default) for the lost
+// rank's job shell before it gives up on it, as measured on flux-core 0.88.0
+// (e2e/realflux: TestTheStandInPrintsWhatRealFluxPrints).
+const CleanupSeconds = 25
 
 // Instance is the state of one simulated Flux instance. Times are seconds since the Unix epoch,
 // as Flux gives them.
@@ -138,7 +142,7 @@ func (in *Instance) nextEnd() (*Job, float64) {
 		case StateRun:
 			t = j.TRun + j.Seconds
 		case StateCleanup:
-			t = j.TCleanup + cleanupSeconds
+			t = j.TCleanup + CleanupSeconds
 		default:
 			continue
 		}
@@ -201,7 +205,7 @@ func (in *Instance) held() map[int]bool {
 
 // SetOnline says, at now, which ranks joined rank 0. A running job that loses a rank is
 // killed and counted in Killed: it ends at once when it lost every rank, and otherwise stays in
-// CLEANUP, holding its other ranks, for a few seconds.
+// CLEANUP, holding its other ranks, for CleanupSeconds.
 func (in *Instance) SetOnline(ranks []int, now float64) error {
 	ranks = slices.Clone(ranks)
 	slices.Sort(ranks)
@@ -299,10 +303,24 @@ func pathBase(s string) string {
 	return s
 }
 
-// Drain drains ranks at now with reason; their running jobs go on.
-func (in *Instance) Drain(ranks []int, reason string, now float64) error {
+// Drain drains ranks at now with reason; their running jobs go on. As flux resource drain
+// without --force, it refuses, changing nothing, when a rank is drained already; with force, it
+// gives drained ranks the new reason and keeps the time they were drained.
+func (in *Instance) Drain(ranks []int, reason string, force bool, now float64) error {
 	if err := in.check(ranks); err != nil {
 		return err
+	}
+	if !force {
+		var again []int
+		for _, r := range ranks {
+			if _, drained := in.Drained[r]; drained {
+				again = append(again, r)
+			}
+		}
+		if len(again) > 0 {
+			return &Refusal{Errno: int(syscall.EEXIST), Message: fmt.Sprintf("%s %s already drained", plural("rank", len(again)), flux.FormatIDSet(again, false)),
+				Info: "Use --force to overwrite existing drain reason"}
+		}
 	}
 	in.Advance(now)
 	if in.Drained == nil {
@@ -319,10 +337,20 @@ func (in *Instance) Drain(ranks []int, reason string, now float64) error {
 	return nil
 }
 
-// Undrain gives ranks back to the scheduler at now.
+// Undrain gives ranks back to the scheduler at now. As flux resource undrain, it refuses,
+// changing nothing, when a rank is not drained.
 func (in *Instance) Undrain(ranks []int, now float64) error {
 	if err := in.check(ranks); err != nil {
 		return err
+	}
+	var not []int
+	for _, r := range ranks {
+		if _, drained := in.Drained[r]; !drained {
+			not = append(not, r)
+		}
+	}
+	if len(not) > 0 {
+		return &Refusal{Message: fmt.Sprintf("%s %s not drained", plural("rank", len(not)), flux.FormatIDSet(not, false))}
 	}
 	in.Advance(now)
 	for _, r := range ranks {
@@ -330,6 +358,14 @@ func (in *Instance) Undrain(ranks []int, now float64) error {
 	}
 	in.schedule(in.Now)
 	return nil
+}
+
+// plural is word, with an s for n other than 1, as Flux's messages name ranks.
+func plural(word string, n int) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
 }
 
 func (in *Instance) check(ranks []int) error {

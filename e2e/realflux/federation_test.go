@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -20,8 +21,10 @@ import (
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/api/v1alpha2/v1alpha2test"
+	"github.com/fluxfed/fluxfed/e2e/brokersim"
 	"github.com/fluxfed/fluxfed/e2e/fleet"
 	"github.com/fluxfed/fluxfed/e2e/realflux"
+	"github.com/fluxfed/fluxfed/hostlist"
 )
 
 const (
@@ -118,6 +121,13 @@ func TestARootBurstsOntoTwoMembersWithRealBrokers(t *testing.T) {
 	}, wait, tick)
 	t.Logf("every rank online in the root's Flux instance, as the hub reads it, %v after the root was created", time.Since(start).Round(100*time.Millisecond))
 
+	// Every real broker is where the overlay's stand-in places it from the same config.
+	sides, err := f.Federation(ctx, got)
+	require.NoError(t, err)
+	requireStandInPlaces(t, f, sides)
+	hostlist, err := f.Runners["hub"].Flux(ctx, leadPod(t, f, root), "getattr", "hostlist")
+	require.NoError(t, err)
+
 	// One job on every node of the federation.
 	out, err := f.Runners["hub"].Flux(ctx, leadPod(t, f, root), "run", "-N5", "hostname")
 	require.NoError(t, err)
@@ -135,6 +145,18 @@ func TestARootBurstsOntoTwoMembersWithRealBrokers(t *testing.T) {
 			require.Empty(c, pods.Items, "pods left on %s", name)
 		}
 	}, wait, tick)
+	// The stand-ins of the same brokers, on the same configs and certificates, join as the real
+	// ones did: every rank, under the same hosts.
+	n, err := fleet.Network(got, sides)
+	require.NoError(t, err)
+	runCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	res, err := brokersim.Run(runCtx, fleet.Brokers(sides, nil), n)
+	require.NoError(t, err)
+	require.Empty(t, res.Failures)
+	require.Equal(t, strings.TrimSpace(hostlist), hostlistOf(res.Hosts), "rank 0's hosts")
+	require.Equal(t, []int{0, 1, 2, 3, 4}, res.Reachable)
+
 	// The root was deleted: its lead was stopped, every follower ended cleanly.
 	for name, r := range f.Runners {
 		for _, e := range endingsIn(r, "research") {
@@ -147,6 +169,44 @@ func TestARootBurstsOntoTwoMembersWithRealBrokers(t *testing.T) {
 		}
 	}
 }
+
+// requireStandInPlaces requires every real broker of sides to have found the place that the
+// overlay's stand-in (brokersim.Locate) computes from the same config and hostname: its rank,
+// the size, its parent's URI, and whether it listens for children.
+func requireStandInPlaces(t *testing.T, f *fleet.Fleet, sides []fleet.Side) {
+	t.Helper()
+	ctx := context.Background()
+	attr := func(s fleet.Side, p corev1.Pod, name string) (string, error) {
+		out, err := f.Runners[s.Cluster].Flux(ctx, client.ObjectKeyFromObject(&p), "getattr", name)
+		return strings.TrimSpace(out), err
+	}
+	checked := 0
+	for _, s := range sides {
+		for _, p := range s.Pods {
+			place, err := brokersim.Locate(s.BrokerTOML, p.Spec.Hostname)
+			require.NoError(t, err, p.Spec.Hostname)
+			rank, err := attr(s, p, "rank")
+			require.NoError(t, err)
+			size, err := attr(s, p, "size")
+			require.NoError(t, err)
+			require.Equal(t, []string{strconv.Itoa(place.Rank), strconv.Itoa(place.Size)}, []string{rank, size}, "%s: rank and size", p.Spec.Hostname)
+			parent, err := attr(s, p, "tbon.parent-endpoint")
+			if place.Connect == "" {
+				require.Error(t, err, "%s has no parent", p.Spec.Hostname)
+			} else {
+				require.NoError(t, err)
+				require.Equal(t, place.Connect, parent, "%s: its parent's URI", p.Spec.Hostname)
+			}
+			_, err = attr(s, p, "tbon.endpoint")
+			require.Equal(t, place.Bind != "", err == nil, "%s listens for children: %v", p.Spec.Hostname, place.Children)
+			checked++
+		}
+	}
+	t.Logf("%d real brokers are where the stand-in places them", checked)
+}
+
+// hostlistOf compresses hosts as Flux prints a hostlist.
+func hostlistOf(hosts []string) string { return hostlist.Compress(hosts) }
 
 // endingsIn returns how the pods of namespace that r ran ended.
 func endingsIn(r *realflux.Runner, namespace string) []realflux.Ending {
