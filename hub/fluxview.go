@@ -98,8 +98,8 @@ type fluxWatch struct {
 	at       time.Time
 	interval time.Duration
 	// waiting holds, per burst, since when its pods ran while Flux did not see its brokers
-	// all online.
-	waiting map[string]time.Time
+	// all online; leaving, since when Flux saw more of its ranks online than it has brokers.
+	waiting, leaving map[string]time.Time
 	// idle tracks the ranks that run no job; sizes the brokers each burst was given, under
 	// on-demand scaling.
 	idle  flux.Idle
@@ -147,7 +147,7 @@ func reportFlux(obs fluxObservation, events *eventQueue) {
 func (r *Reconciler) observeFlux(ctx context.Context, root *fluxv1alpha2.MiniCluster) fluxObservation {
 	v, ok := r.fluxWatches.Load(root.UID)
 	if !ok {
-		v, _ = r.fluxWatches.LoadOrStore(root.UID, &fluxWatch{waiting: map[string]time.Time{}, idle: flux.Idle{}})
+		v, _ = r.fluxWatches.LoadOrStore(root.UID, &fluxWatch{waiting: map[string]time.Time{}, leaving: map[string]time.Time{}, idle: flux.Idle{}})
 	}
 	w := v.(*fluxWatch)
 	now := r.opts.Clock()
@@ -282,8 +282,16 @@ func truncate(s string, n int) string {
 	return s[:n-3] + "..."
 }
 
+// settleInterval is how soon the hub asks a root's instance again while a burst's ranks are on
+// their way in or out of it (brokers that run and are not online yet, ranks online that no
+// broker should run any more), for at most JoinTimeout: instead of backing off while nothing
+// changed, it sees them arrive or leave within this. A real broker comes online a few seconds
+// after its pod starts.
+const settleInterval = 2 * time.Second
+
 // joinFlux records on each pushed burst what the root's instance sees of its ranks, and whether
-// its running brokers have been missing from it for longer than JoinTimeout.
+// its running brokers have been missing from it for longer than JoinTimeout. It returns when to
+// look again: soon while a burst's ranks are on their way.
 func (r *Reconciler) joinFlux(plan *bursting.Plan, obs fluxObservation, bursts []BurstObservation) time.Duration {
 	if plan == nil || obs.w == nil {
 		return 0
@@ -292,15 +300,39 @@ func (r *Reconciler) joinFlux(plan *bursting.Plan, obs fluxObservation, bursts [
 	defer obs.w.mu.Unlock()
 	now := r.opts.Clock()
 	var next time.Duration
+	// settle asks again in settleInterval, for a burst on its way since since.
+	settle := func(since time.Time) {
+		if now.Sub(since) >= r.opts.JoinTimeout {
+			return // stuck, not on its way: the asks back off again
+		}
+		every := min(settleInterval, r.opts.FluxInterval)
+		obs.w.interval = min(obs.w.interval, every)
+		next = sooner(next, max(every-now.Sub(obs.w.at), time.Second))
+	}
 	for i := range bursts {
 		o := &bursts[i]
 		g, ok := group(plan, o.Name)
-		if o.Reserved || !ok || obs.view == nil || obs.view.Uptime.State != "run" || len(obs.view.Ranks) != len(plan.Root.Hosts) {
+		if !ok || obs.view == nil || obs.view.Uptime.State != "run" || len(obs.view.Ranks) != len(plan.Root.Hosts) {
+			delete(obs.w.waiting, o.Name)
+			delete(obs.w.leaving, o.Name)
+			continue
+		}
+		all := obs.view.Count(g.Start, g.End)
+		if all.Online > int(o.Size) && !o.Reserved {
+			since, ok := obs.w.leaving[o.Name]
+			if !ok {
+				since = now
+				obs.w.leaving[o.Name] = now
+			}
+			settle(since)
+		} else {
+			delete(obs.w.leaving, o.Name)
+		}
+		if o.Reserved {
 			delete(obs.w.waiting, o.Name)
 			continue
 		}
 		c := obs.view.Count(g.Start, g.Start+int(o.Size))
-		all := obs.view.Count(g.Start, g.End)
 		o.Flux = &all
 		o.Joined = c.Online >= int(o.Size)
 		if o.Joined || !podsReady(*o) {
@@ -312,10 +344,9 @@ func (r *Reconciler) joinFlux(plan *bursting.Plan, obs fluxObservation, bursts [
 			since = now
 			obs.w.waiting[o.Name] = now
 		}
+		settle(since)
 		if left := r.opts.JoinTimeout - now.Sub(since); left > 0 {
-			if next == 0 || left < next {
-				next = left
-			}
+			next = sooner(next, left)
 			continue
 		}
 		// The message names the bound, not the time elapsed, so that it changes only with the

@@ -191,3 +191,49 @@ func TestNewExecReportsWhatTheAPIServerSays(t *testing.T) {
 	_, err = run(ctx, "default", "no-such-pod", "flux", []string{"flux", "uptime"})
 	require.ErrorContains(t, err, "not found")
 }
+
+// TestTheHubWatchesBurstsArriveAndLeaveWhateverItsInterval runs a hub that asks Flux once an
+// hour while nothing happens: while a burst's brokers run and Flux does not see them yet, and
+// while Flux sees ranks of a burst whose brokers were removed, it asks every few seconds
+// instead, so that it sees them join and leave as they do.
+func TestTheHubWatchesBurstsArriveAndLeaveWhateverItsInterval(t *testing.T) {
+	f := startFederation(t, hub.Options{FluxInterval: time.Hour, FluxIntervalMax: time.Hour}, "member-a")
+	ctx := context.Background()
+	ns := f.namespace(t)
+	root := newRoot(ns, "settled", fluxv1alpha2.Burst{Name: "burst-a", Cluster: "member-a", Size: 2, MaxSize: 2})
+	hosts := []string{"settled-0", "settled-1", "settled-2", "settled-3", "burst-a-0", "burst-a-1"}
+	dir := f.execs.standInFlux(t, ns)
+	instance(t, dir, hosts, fluxState{online: map[int]bool{0: true, 1: true}})
+	// The lead broker runs before the root is created: the hub's first ask is answered.
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: root.Name + "-0-abcde", Namespace: ns, Labels: hub.LeadBrokerSelector(root)},
+		Spec:       corev1.PodSpec{NodeName: "node-" + root.Name, Containers: []corev1.Container{{Name: root.Name, Image: "busybox"}}},
+	}
+	require.NoError(t, f.hub.Client.Create(ctx, pod))
+	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{
+		Name: root.Name, Image: "busybox", Ready: true,
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}},
+	}}}
+	require.NoError(t, f.hub.Client.Status().Update(ctx, pod))
+	require.NoError(t, f.hub.Client.Create(ctx, root))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.Equal(c, &fluxv1alpha2.FluxStatus{State: "run", Size: 6, Online: 2}, f.root(c, root).Status.Flux)
+	}, wait, tick)
+
+	// The burst's pods run; Flux sees its brokers a little later.
+	setJobReady(t, f.members["member-a"].env.Client, ns, "burst-a", 2)
+	f.waitBurst(t, root, "burst-a", fluxv1alpha2.BurstReady)
+	instance(t, dir, hosts, fluxState{online: map[int]bool{0: true, 1: true, 4: true, 5: true}})
+	f.waitBurst(t, root, "burst-a", fluxv1alpha2.BurstJoined)
+
+	// The burst is removed; Flux sees its ranks leave a little later.
+	got := f.root(t, root)
+	got.Spec.Flux.Bursting.Clusters[0].Size = 0
+	require.NoError(t, f.hub.Client.Update(ctx, got))
+	f.waitBurst(t, root, "burst-a", fluxv1alpha2.BurstReserved)
+	require.Equal(t, int32(4), f.root(t, root).Status.Flux.Online, "Flux has not seen the ranks leave yet")
+	instance(t, dir, hosts, fluxState{online: map[int]bool{0: true, 1: true}})
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.Equal(c, int32(2), f.root(c, root).Status.Flux.Online)
+	}, wait, tick)
+}

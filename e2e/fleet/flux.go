@@ -243,16 +243,22 @@ func (x *Flux) Instance() (*fluxsim.Instance, error) { return fluxsim.Read(x.Dir
 // Exec runs a flux command in the root's lead broker container, through the hub's API server
 // as kubectl exec does: kwok runs it with the stand-in. It returns the command's output.
 func (x *Flux) Exec(ctx context.Context, args ...string) (string, error) {
+	return x.f.ExecFlux(ctx, x.root, args...)
+}
+
+// ExecFlux runs flux with args in the lead broker container of root (on the hub) through the
+// exec API, as kubectl exec does, and returns its standard output.
+func (f *Fleet) ExecFlux(ctx context.Context, key client.ObjectKey, args ...string) (string, error) {
 	root := &fluxv1alpha2.MiniCluster{}
-	hubClient := x.f.Clients[x.f.Hub.Name]
-	if err := hubClient.Get(ctx, x.root, root); err != nil {
+	hubClient := f.Clients[f.Hub.Name]
+	if err := hubClient.Get(ctx, key, root); err != nil {
 		return "", err
 	}
 	pod, err := leadPod(ctx, hubClient, root)
 	if err != nil || pod == nil {
-		return "", errors.Join(fmt.Errorf("root %s has no lead broker pod", x.root), err)
+		return "", errors.Join(fmt.Errorf("root %s has no lead broker pod", key), err)
 	}
-	run, err := hub.NewExec(x.f.Hub.Config)
+	run, err := hub.NewExec(f.Hub.Config)
 	if err != nil {
 		return "", err
 	}

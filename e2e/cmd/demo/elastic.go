@@ -29,12 +29,46 @@ const elasticNamespace = "demo-elastic"
 // elasticIdle is the demo's scaleDownAfter: the example's 5m, shortened so that the shrink shows.
 const elasticIdle = 10 * time.Second
 
+// instance is the Flux instance of a root as the demo reaches it, through the exec API in its
+// lead broker's container: a stand-in (e2e/fluxsim) or real Flux.
+type instance interface {
+	// Exec runs flux with args in rank 0's container and returns its output.
+	Exec(ctx context.Context, args ...string) (string, error)
+	// Jobs returns every job of the instance, oldest first, and how many were killed.
+	Jobs(ctx context.Context) ([]job, int, error)
+	// Stop ends what answers for the instance, if anything.
+	Stop()
+}
+
+// job is what the demo shows of a job.
+type job struct {
+	// State is Flux's: SCHED, RUN, CLEANUP, INACTIVE.
+	State string
+	// Ranks is how many ranks it runs on.
+	Ranks int
+}
+
+// standIn is the stand-in instance of e2e/fluxsim.
+type standIn struct{ *fleet.Flux }
+
+func (s standIn) Jobs(context.Context) ([]job, int, error) {
+	in, err := s.Instance()
+	if err != nil {
+		return nil, 0, err
+	}
+	var jobs []job
+	for _, j := range in.Jobs {
+		jobs = append(jobs, job{State: j.State, Ranks: len(j.Ranks)})
+	}
+	return jobs, in.Killed, nil
+}
+
 // elastic shows on-demand bursting: examples/bursting-on-demand.yaml starts with its bursts
 // reserved at 0; a job that needs them is submitted in rank 0's container; the hub grows the
 // bursts, Flux sees the new ranks online, the job runs and ends, and once the ranks idled the hub
-// drains them in Flux and shrinks the bursts. Flux is the stand-in of e2e/fluxsim, which the hub
-// reaches through the exec API as it would reach the real one.
-func elastic(ctx context.Context, f *fleet.Fleet, out io.Writer, say func(string, ...any)) error {
+// drains them in Flux and shrinks the bursts. start returns the root's Flux instance, which the
+// hub reaches through the exec API as the demo does.
+func elastic(ctx context.Context, f *fleet.Fleet, out io.Writer, say func(string, ...any), start func(*fluxv1alpha2.MiniCluster) (instance, error)) error {
 	hubClient := f.Clients["hub"]
 	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "examples", "bursting-on-demand.yaml"))
 	if err != nil {
@@ -54,33 +88,35 @@ func elastic(ctx context.Context, f *fleet.Fleet, out io.Writer, say func(string
 	if err := hubClient.Create(ctx, root); err != nil {
 		return err
 	}
-	x, err := f.StartFlux(ctx, root, filepath.Join(f.Env.Dir, "flux-"+root.Name))
+	x, err := start(root)
 	if err != nil {
 		return err
 	}
 	defer x.Stop()
-	say("A stand-in flux answers in rank 0's container (kwok runs exec on this machine); a rank is online once its stand-in broker joins rank 0")
 
 	var (
 		last      string
 		submitted bool
 		jobID     string
-		deadline  = time.Now().Add(3 * time.Minute)
+		deadline  = time.Now().Add(elasticTimeout)
 	)
 	for {
 		if err := hubClient.Get(ctx, client.ObjectKeyFromObject(root), root); err != nil {
 			return err
 		}
-		in, err := x.Instance()
+		fs := root.Status.Flux
+		jobs, killed, err := x.Jobs(ctx)
 		if err != nil {
-			return err
+			if fs != nil && fs.State == "run" {
+				return err
+			}
+			jobs = nil // the instance does not run yet: no job to show
 		}
-		now := describe(root, in)
+		now := describe(root, jobs)
 		if now != last {
 			say("%s", now)
 			last = now
 		}
-		fs := root.Status.Flux
 		switch {
 		case !submitted && fs != nil && fs.State == "run" && fs.Online == 2:
 			say("flux submit -N6 sleep 5   (in rank 0's container: the job needs every reserved rank)")
@@ -89,8 +125,8 @@ func elastic(ctx context.Context, f *fleet.Fleet, out io.Writer, say func(string
 			}
 			jobID = strings.TrimSpace(jobID)
 			submitted = true
-		case submitted && len(in.Jobs) > 0 && in.Jobs[0].State == fluxsim.StateInactive && shrunk(root) && fs != nil && fs.Online == 2:
-			say("Job %s ran and ended; the bursts idled %v, were drained in Flux and shrank to 0, and Flux sees their ranks gone. Jobs killed: %d", jobID, elasticIdle, in.Killed)
+		case submitted && len(jobs) > 0 && jobs[0].State == fluxsim.StateInactive && shrunk(root) && fs != nil && fs.Online == 2:
+			say("Job %s ran and ended; the bursts idled %v, were drained in Flux and shrank to 0, and Flux sees their ranks gone. Jobs killed: %d", jobID, elasticIdle, killed)
 			if err := printScaling(ctx, out, hubClient, root); err != nil {
 				return err
 			}
@@ -98,7 +134,7 @@ func elastic(ctx context.Context, f *fleet.Fleet, out io.Writer, say func(string
 			return fluxfed(ctx, f, out, say, statusArgs(f, root.Name, elasticNamespace)...)
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the elastic cycle did not complete within 3 minutes (last: %s); logs are in %s", last, f.Env.Dir)
+			return fmt.Errorf("the elastic cycle did not complete within %v (last: %s); logs are in %s", elasticTimeout, last, f.Env.Dir)
 		}
 		select {
 		case <-ctx.Done():
@@ -108,8 +144,12 @@ func elastic(ctx context.Context, f *fleet.Fleet, out io.Writer, say func(string
 	}
 }
 
+// elasticTimeout bounds the elastic act: about a minute with real Flux and the hub's default
+// intervals.
+const elasticTimeout = 5 * time.Minute
+
 // describe sums up what the hub reports and the job's state in one line.
-func describe(root *fluxv1alpha2.MiniCluster, in *fluxsim.Instance) string {
+func describe(root *fluxv1alpha2.MiniCluster, jobs []job) string {
 	var b strings.Builder
 	if fs := root.Status.Flux; fs != nil && fs.State != "" {
 		fmt.Fprintf(&b, "Flux %s, %d/%d ranks online", fs.State, fs.Online, fs.Size)
@@ -125,10 +165,10 @@ func describe(root *fluxv1alpha2.MiniCluster, in *fluxsim.Instance) string {
 			fmt.Fprintf(&b, " draining %d drained %d", s.Draining, s.Drained)
 		}
 	}
-	for _, j := range in.Jobs {
+	for _, j := range jobs {
 		fmt.Fprintf(&b, " | job %s", j.State)
-		if len(j.Ranks) > 0 && j.State != fluxsim.StateSched {
-			fmt.Fprintf(&b, " on %d ranks", len(j.Ranks))
+		if j.Ranks > 0 && j.State != fluxsim.StateSched {
+			fmt.Fprintf(&b, " on %d ranks", j.Ranks)
 		}
 	}
 	return b.String()

@@ -41,6 +41,7 @@ import (
 	"github.com/fluxfed/fluxfed/e2e/k8sbin"
 	"github.com/fluxfed/fluxfed/e2e/testenv"
 	"github.com/fluxfed/fluxfed/hostlist"
+	"github.com/fluxfed/fluxfed/hub"
 	"github.com/fluxfed/fluxfed/member/render/names"
 )
 
@@ -60,11 +61,31 @@ func mainErr() error {
 	if err != nil {
 		return err
 	}
-	return run(ctx, os.Stdout, os.Getenv("KEEP") == "1", filepath.Join(cache, "fluxfed", "demo"))
+	opts := options{Keep: os.Getenv("KEEP") == "1"}
+	switch flux := os.Getenv("FLUX"); flux {
+	case "", "stand-in":
+	case "real":
+		opts.RealFlux = true
+	default:
+		return fmt.Errorf("FLUX=%s: FLUX is real (real Flux brokers behind the pods) or empty (the stand-ins)", flux)
+	}
+	return run(ctx, os.Stdout, opts, filepath.Join(cache, "fluxfed", "demo"))
 }
 
-// run runs the demo in dir; with keep, the clusters keep running when it returns.
-func run(ctx context.Context, out io.Writer, keep bool, dir string) error {
+// options are the demo's switches.
+type options struct {
+	// Keep leaves the clusters running when the demo returns (KEEP=1).
+	Keep bool
+	// RealFlux runs real Flux brokers behind the broker pods (FLUX=real).
+	RealFlux bool
+}
+
+// run runs the demo in dir.
+func run(ctx context.Context, out io.Writer, opts options, dir string) error {
+	keep := opts.Keep
+	if keep && opts.RealFlux {
+		return errors.New("KEEP=1 does not go with FLUX=real: the real brokers run in the demo's process, in a network namespace of its own, and end with it")
+	}
 	start := time.Now()
 	say := func(format string, args ...any) {
 		fmt.Fprintf(out, "[%5.1fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
@@ -77,7 +98,14 @@ func run(ctx context.Context, out io.Writer, keep bool, dir string) error {
 	}
 
 	// The members are registered as a user registers them, with fluxfed member add (in demo).
-	f, err := fleet.Start(ctx, fleet.Options{Dir: dir, Detach: keep, Logf: say, Unregistered: true})
+	fleetOpts := fleet.Options{Dir: dir, Detach: keep, Logf: say, Unregistered: true}
+	if opts.RealFlux {
+		// Real brokers answer as a user's would, and the hub asks them as often as it does by
+		// default.
+		fleetOpts.RealFlux = true
+		fleetOpts.ManagerArgs = []string{"--flux-interval=" + hub.DefaultFluxInterval.String(), "--flux-interval-max=" + hub.DefaultFluxIntervalMax.String()}
+	}
+	f, err := fleet.Start(ctx, fleetOpts)
 	if err != nil {
 		return err
 	}
@@ -89,7 +117,11 @@ func run(ctx context.Context, out io.Writer, keep bool, dir string) error {
 		return os.RemoveAll(dir)
 	}
 
-	err = demo(ctx, f, out, say)
+	if opts.RealFlux {
+		err = realDemo(ctx, f, out, say)
+	} else {
+		err = demo(ctx, f, out, say)
+	}
 	switch {
 	case err != nil || !keep:
 		return errors.Join(err, stopFleet())
@@ -99,30 +131,45 @@ func run(ctx context.Context, out io.Writer, keep bool, dir string) error {
 	}
 }
 
-func demo(ctx context.Context, f *fleet.Fleet, out io.Writer, say func(string, ...any)) error {
-	hub := f.Clients["hub"]
-	if err := hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
-		return err
-	}
+// register registers the members as a user does, with fluxfed member add: each lends the hub
+// the namespaces of the demo's two roots, and nothing else.
+func register(ctx context.Context, f *fleet.Fleet, out io.Writer, say func(string, ...any)) error {
 	for _, m := range f.Members {
-		// Each member lends the hub the namespaces of the demo's two roots, and nothing else.
 		if err := fluxfed(ctx, f, out, say, "member", "add", m.Name, "--member-context", m.Name, "--hub-context", f.Hub.Name,
 			"--lend", namespace+","+elasticNamespace); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// applyRoot applies examples/bursting-root.yaml in the demo's namespace on the hub.
+func applyRoot(ctx context.Context, f *fleet.Fleet, say func(string, ...any)) (*fluxv1alpha2.MiniCluster, error) {
+	hubClient := f.Clients["hub"]
+	if err := hubClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
+		return nil, err
+	}
 	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "examples", "bursting-root.yaml"))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	root := &fluxv1alpha2.MiniCluster{}
 	if err := yaml.UnmarshalStrict(data, root); err != nil {
-		return err
+		return nil, err
 	}
 	root.Namespace = namespace
 	say("kubectl apply -n %s -f examples/bursting-root.yaml   (on the hub)", namespace)
+	return root, hubClient.Create(ctx, root)
+}
+
+func demo(ctx context.Context, f *fleet.Fleet, out io.Writer, say func(string, ...any)) error {
+	hubClient := f.Clients["hub"]
+	if err := register(ctx, f, out, say); err != nil {
+		return err
+	}
 	applied := time.Now()
-	if err := hub.Create(ctx, root); err != nil {
+	root, err := applyRoot(ctx, f, say)
+	if err != nil {
 		return err
 	}
 	stopEarly := answerEarly(ctx, f, root, say)
@@ -132,7 +179,7 @@ func demo(ctx context.Context, f *fleet.Fleet, out io.Writer, say func(string, .
 	last := ""
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		if err := hub.Get(ctx, client.ObjectKeyFromObject(root), root); err != nil {
+		if err := hubClient.Get(ctx, client.ObjectKeyFromObject(root), root); err != nil {
 			return err
 		}
 		var phases []string
@@ -182,7 +229,15 @@ func demo(ctx context.Context, f *fleet.Fleet, out io.Writer, say func(string, .
 	}
 	printPods(out, root, sides)
 	printJoin(out, sim.Result())
-	if err := elastic(ctx, f, out, say); err != nil {
+	err = elastic(ctx, f, out, say, func(root *fluxv1alpha2.MiniCluster) (instance, error) {
+		x, err := f.StartFlux(ctx, root, filepath.Join(f.Env.Dir, "flux-"+root.Name))
+		if err != nil {
+			return nil, err
+		}
+		say("A stand-in flux answers in rank 0's container (kwok runs exec on this machine); a rank is online once its stand-in broker joins rank 0")
+		return standIn{x}, nil
+	})
+	if err != nil {
 		return err
 	}
 	sim.Close() // the stand-in instance's overlay takes over rank 0 and the NodePort

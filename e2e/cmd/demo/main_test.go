@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -20,7 +21,7 @@ func TestMain(m *testing.M) { netguard.Main(m) }
 func TestDemoShowsTheFederation(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "demo")
 	var out bytes.Buffer
-	require.NoError(t, run(context.Background(), &out, false, dir), out.String())
+	require.NoError(t, run(context.Background(), &out, options{}, dir), out.String())
 	for _, want := range []string{
 		"Every broker of the federation runs",
 		"global hostlist: bursting-root-[0-1],burst-a-[0-2],burst-b-[0-1]",
@@ -71,9 +72,39 @@ func TestDemoShowsTheFederation(t *testing.T) {
 	require.True(t, os.IsNotExist(err), "the demo removes its directory")
 }
 
+// TestDemoWithRealFlux runs make demo FLUX=real: real flux-core brokers behind every broker pod,
+// the hub asking them at its default intervals.
+func TestDemoWithRealFlux(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "demo")
+	var out bytes.Buffer
+	require.NoError(t, run(context.Background(), &out, options{RealFlux: true}, dir), out.String())
+	for _, want := range []string{
+		"Every rank of the federation is online in the root's Flux instance, as the hub reads it",
+		"the hub asks it every 10s at first, backing off to 2m0s while nothing changes",
+		"Flux run, 2/6 ranks online, 1 job waits for 6 nodes",
+		"the bursts idled 10s, were drained in Flux and shrank to 0, and Flux sees their ranks gone. Jobs killed: 0",
+		"BurstScaledDown  lowered burst burst-a from 2 to 0 brokers: no job waits, and ranks 2-3 ran no job for 10s",
+		"  Flux:         run, 7/7 ranks online\n",
+	} {
+		require.Contains(t, out.String(), want)
+	}
+	for rank, host := range []string{"bursting-root-0", "bursting-root-1", "burst-a-0", "burst-a-1", "burst-a-2", "burst-b-0", "burst-b-1"} {
+		require.Contains(t, out.String(), fmt.Sprintf("\n  %d: %s\n", rank, host), "one job ran on every rank")
+	}
+	require.Regexp(t, `(?m)\| job RUN on 6 ranks$`, out.String())
+	require.NotContains(t, out.String(), "stand-in")
+	_, err := os.Stat(dir)
+	require.True(t, os.IsNotExist(err), "the demo removes its directory")
+}
+
+func TestDemoRefusesKeepWithRealFlux(t *testing.T) {
+	err := run(context.Background(), &bytes.Buffer{}, options{Keep: true, RealFlux: true}, t.TempDir())
+	require.ErrorContains(t, err, "KEEP=1 does not go with FLUX=real")
+}
+
 func TestDemoRefusesToStartOverARunningOne(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "state.json"), []byte(`{"clusters":[]}`), 0o600))
-	err := run(context.Background(), &bytes.Buffer{}, false, dir)
+	err := run(context.Background(), &bytes.Buffer{}, options{}, dir)
 	require.ErrorContains(t, err, "a demo is still running in "+dir)
 }
