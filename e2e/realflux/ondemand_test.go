@@ -38,6 +38,24 @@ func onDemandRoot(name string, change func(*fluxv1alpha2.MiniClusterSpec)) *flux
 		}).Obj()
 }
 
+// createOnDemand creates root in a namespace of its own on the hub, deletes it when the test
+// ends, and waits until the hub reads its instance running on the root's two ranks.
+func createOnDemand(t *testing.T, f *fleet.Fleet, root *fluxv1alpha2.MiniCluster) *fluxv1alpha2.MiniCluster {
+	t.Helper()
+	ctx := context.Background()
+	hub := f.Clients["hub"]
+	require.NoError(t, hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: root.Namespace}}))
+	require.NoError(t, hub.Create(ctx, root))
+	t.Cleanup(func() { _ = hub.Delete(context.Background(), root) })
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		got := &fluxv1alpha2.MiniCluster{}
+		require.NoError(c, hub.Get(ctx, client.ObjectKeyFromObject(root), got))
+		require.NotNil(c, got.Status.Flux)
+		require.Equal(c, fluxv1alpha2.FluxStatus{State: "run", Size: 6, Online: 2}, *got.Status.Flux)
+	}, wait, tick)
+	return root
+}
+
 // realJob is what flux jobs --json says of a job.
 type realJob struct {
 	ID        json.Number `json:"id"`
@@ -140,16 +158,8 @@ func TestOnDemandBurstsGrowAndShrinkWithRealFlux(t *testing.T) {
 	f := start(t)
 	ctx := context.Background()
 	hub := f.Clients["hub"]
-	root := onDemandRoot("on-demand", nil)
-	require.NoError(t, hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: root.Namespace}}))
-	require.NoError(t, hub.Create(ctx, root))
-	t.Cleanup(func() { _ = hub.Delete(context.Background(), root) })
+	root := createOnDemand(t, f, onDemandRoot("on-demand", nil))
 	got := &fluxv1alpha2.MiniCluster{}
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		require.NoError(c, hub.Get(ctx, client.ObjectKeyFromObject(root), got))
-		require.NotNil(c, got.Status.Flux)
-		require.Equal(c, fluxv1alpha2.FluxStatus{State: "run", Size: 6, Online: 2}, *got.Status.Flux)
-	}, wait, tick)
 	lead := leadPod(t, f, root)
 	fluxOn := func(args ...string) string {
 		out, err := f.Runners["hub"].Flux(ctx, lead, args...)
@@ -196,19 +206,10 @@ func TestOnDemandBurstsGrowAndShrinkWithRealFlux(t *testing.T) {
 func TestOnDemandWithHousekeeping(t *testing.T) {
 	f := start(t)
 	ctx := context.Background()
-	hub := f.Clients["hub"]
 	root := onDemandRoot("housekeeping", func(s *fluxv1alpha2.MiniClusterSpec) {
 		s.Containers[0].Commands.Pre = `printf '[job-manager.housekeeping]\ncommand = ["sleep", "5"]\n' >/mnt/flux/view/etc/flux/config/housekeeping.toml`
 	})
-	require.NoError(t, hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: root.Namespace}}))
-	require.NoError(t, hub.Create(ctx, root))
-	t.Cleanup(func() { _ = hub.Delete(context.Background(), root) })
-	got := &fluxv1alpha2.MiniCluster{}
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		require.NoError(c, hub.Get(ctx, client.ObjectKeyFromObject(root), got))
-		require.NotNil(c, got.Status.Flux)
-		require.Equal(c, fluxv1alpha2.FluxStatus{State: "run", Size: 6, Online: 2}, *got.Status.Flux)
-	}, wait, tick)
+	createOnDemand(t, f, root)
 	lead := leadPod(t, f, root)
 	at := cycle(t, f, root, func() time.Time {
 		_, err := f.Runners["hub"].Flux(ctx, lead, "submit", "-N6", "sleep", "2")

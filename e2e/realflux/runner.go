@@ -106,16 +106,9 @@ type Ending struct {
 // KillBroker kills the Flux brokers of a pod the runner runs, as a crash would (SIGKILL), and
 // returns how many it killed. The container goes on: its entrypoint sees its broker end.
 func (r *Runner) KillBroker(name types.NamespacedName) (int, error) {
-	r.mu.Lock()
-	var p *pod
-	for _, q := range r.pods {
-		if q.name == name {
-			p = q
-		}
-	}
-	r.mu.Unlock()
-	if p == nil {
-		return 0, fmt.Errorf("the runner does not run pod %s", name)
+	p, err := r.podNamed(name)
+	if err != nil {
+		return 0, err
 	}
 	killed := 0
 	for _, pid := range p.processes() {
@@ -129,19 +122,24 @@ func (r *Runner) KillBroker(name types.NamespacedName) (int, error) {
 	return killed, nil
 }
 
+// podNamed returns the pod of name that the runner runs.
+func (r *Runner) podNamed(name types.NamespacedName) (*pod, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, p := range r.pods {
+		if p.name == name {
+			return p, nil
+		}
+	}
+	return nil, fmt.Errorf("the runner does not run pod %s", name)
+}
+
 // Flux runs the real flux with args against the broker of a pod the runner runs, as
 // `kubectl exec` into the pod does, and returns its standard output.
 func (r *Runner) Flux(ctx context.Context, name types.NamespacedName, args ...string) (string, error) {
-	r.mu.Lock()
-	var p *pod
-	for _, q := range r.pods {
-		if q.name == name {
-			p = q
-		}
-	}
-	r.mu.Unlock()
-	if p == nil {
-		return "", fmt.Errorf("the runner does not run pod %s", name)
+	p, err := r.podNamed(name)
+	if err != nil {
+		return "", err
 	}
 	cmd := exec.CommandContext(ctx, fluxcore.Flux(r.prefix), args...)
 	cmd.Env = append(os.Environ(), "FLUX_URI=local://"+p.socket())
