@@ -186,6 +186,7 @@ func TestWhatTheHubMayDoOnAMember(t *testing.T) {
 		{"create", "", "pods", "research", "", false},
 		{"create", "batch", "jobs", "research", "", false},
 		{"create", "", "pods/exec", "research", "", false},
+		{"delete", "", "pods", "research", "burst-a-0-x", false},
 		{"create", "", "serviceaccounts/token", "kube-system", "default", false},
 		{"create", "rbac.authorization.k8s.io", "rolebindings", "research", "", false},
 		{"create", "rbac.authorization.k8s.io", "clusterrolebindings", "", "", false},
@@ -209,6 +210,9 @@ func TestWhatTheHubMayDoOnAMember(t *testing.T) {
 			{"delete", "", "secrets", ns, "burst-a-curve", allowed},
 			{"list", "", "secrets", ns, "", allowed},
 			{"watch", "", "secrets", ns, "", allowed},
+			{"list", "", "pods", ns, "", allowed},
+			{"get", "", "pods", ns, "burst-a-0-x", allowed},
+			{"get", "", "pods/log", ns, "burst-a-0-x", allowed},
 		}
 	}
 	review := func(t require.TestingT, c check) *authorizationv1.SubjectAccessReview {

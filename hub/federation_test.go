@@ -22,12 +22,10 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -363,26 +361,10 @@ func (f *federation) addMemberOn(t testing.TB, name string, env *testenv.Env) *m
 	f.mu.Unlock()
 	cfg := m.env.Config
 	if f.deployed {
-		cfg = hubIdentityOn(t, m.env, cmp.Or(f.access, "member-access-any"))
+		cfg = m.env.HubIdentity(t, cmp.Or(f.access, "member-access-any"))
 	}
 	f.register(t, name, cfg)
 	return m
-}
-
-// hubIdentityOn installs the deploy directory access (deploy/member-access or one built on it)
-// on a member and returns a config that reaches it as the hub's ServiceAccount, with a token from
-// the TokenRequest API (envtest runs no token controller to fill the token Secret).
-func hubIdentityOn(t testing.TB, env *testenv.Env, access string) *rest.Config {
-	t.Helper()
-	ctx := context.Background()
-	require.NoError(t, env.ApplyDeploy(ctx, access))
-	cs, err := kubernetes.NewForConfig(env.Config)
-	require.NoError(t, err)
-	token, err := cs.CoreV1().ServiceAccounts("fluxfed-system").CreateToken(ctx, "fluxfed-hub", &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	return &rest.Config{Host: env.Config.Host, TLSClientConfig: rest.TLSClientConfig{CAData: env.Config.CAData}, BearerToken: token.Status.Token}
 }
 
 // runMemberReconciler runs the MiniCluster reconciler on a member, as `fluxfed manager` does.

@@ -32,12 +32,15 @@ func TestStatusAcrossClusters(t *testing.T) {
 	ctx := context.Background()
 
 	require.NoError(t, hubEnv.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fluxfed-system"}}))
-	kc, err := memberEnv.Kubeconfig()
+	// The Secret holds what the hub holds: its own identity on the member, namespace default lent.
+	hubOnMember, err := testenv.Kubeconfig(memberEnv.HubIdentity(t, "member-access", "default"))
 	require.NoError(t, err)
 	require.NoError(t, hubEnv.Client.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "member-a-kubeconfig", Namespace: "fluxfed-system"},
-		Data:       map[string][]byte{"kubeconfig": kc},
+		Data:       map[string][]byte{"kubeconfig": hubOnMember},
 	}))
+	kc, err := memberEnv.Kubeconfig()
+	require.NoError(t, err)
 	require.NoError(t, hubEnv.Client.Create(ctx, &fedv1alpha1.MemberCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "member-a"},
 		Spec:       fedv1alpha1.MemberClusterSpec{KubeconfigSecretRef: fedv1alpha1.KubeconfigSecretRef{Name: "member-a-kubeconfig"}},

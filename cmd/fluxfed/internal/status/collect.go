@@ -58,7 +58,13 @@ func Collect(ctx context.Context, src Source, key client.ObjectKey) (*Report, er
 				continue
 			}
 			pods, err := childPods(ctx, src.Members, mc, b)
-			if err != nil {
+			switch {
+			case apierrors.IsForbidden(err):
+				// The member's access predates the pods rule, or its owner narrowed it.
+				r.Problems = append(r.Problems, fmt.Sprintf("burst %s on %s: %v (the hub's identity there needs get and list on pods "+
+					"in %s: apply this version's deploy/member-access on the member, or pass --member-context %s=CONTEXT)",
+					b.Name, b.Cluster, err, b.Namespace, b.Cluster))
+			case err != nil:
 				r.Problems = append(r.Problems, fmt.Sprintf("burst %s on %s: %v", b.Name, b.Cluster, err))
 			}
 			r.addPods(b.Cluster, pods)
