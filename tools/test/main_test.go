@@ -1,0 +1,115 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// testdata/mixed.jsonl is go test -json of five packages (times dropped, stack traces cut): tj/a
+// has a passing and a failing test, tj/b does not build, tj/c times out in a test, tj/d has no
+// test files, tj/e passes.
+const mixedText = `# tj/b
+b/b_test.go:3:32: expected operand, found '}'
+FAIL	tj/b [setup failed]
+=== RUN   TestBad
+    a_test.go:4: why
+    a_test.go:4: boom
+--- FAIL: TestBad (0.00s)
+FAIL
+FAIL	tj/a	0.004s
+?   	tj/d	[no test files]
+ok  	tj/e	0.002s
+=== RUN   TestSlow
+    c_test.go:3: waiting
+panic: test timed out after 1s
+	running tests:
+		TestSlow (1s)
+FAIL	tj/c	1.010s
+`
+
+func TestTheReportPrintsWhatGoTestPrintsAndEveryPackagesTime(t *testing.T) {
+	in, err := os.Open(filepath.Join("testdata", "mixed.jsonl"))
+	require.NoError(t, err)
+	defer in.Close()
+	var out bytes.Buffer
+	r := newReport(&out, "tj/", false)
+	r.timeouts = map[string]time.Duration{"tj/c": time.Second, "tj/a": 10 * time.Minute, "tj/e": 90 * time.Second}
+	require.NoError(t, r.read(in))
+	r.summary(83 * time.Second)
+	require.Equal(t, mixedText+`
+Package times, longest first (time, go test -timeout, result, package):
+      1.0s     1s  FAIL  c
+      0.0s    10m  FAIL  a
+      0.0s  1m30s  ok    e
+      0.0s      -  FAIL  b
+1 packages passed, 3 failed, 1 without tests; 1m23s in all
+`, out.String())
+	require.Equal(t, 3, r.failures())
+}
+
+func TestTheVerboseReportPrintsEveryLine(t *testing.T) {
+	in, err := os.Open(filepath.Join("testdata", "mixed.jsonl"))
+	require.NoError(t, err)
+	defer in.Close()
+	var out bytes.Buffer
+	r := newReport(&out, "tj/", true)
+	require.NoError(t, r.read(in))
+	require.Contains(t, out.String(), "=== RUN   TestOK\n    a_test.go:3: hello\n--- PASS: TestOK (0.00s)\n")
+	require.Contains(t, out.String(), "--- PASS: TestFine (0.00s)\nPASS\nok  \ttj/e\t0.002s\n")
+}
+
+func TestPackagesAreGroupedByTheirTimeoutLongestFirst(t *testing.T) {
+	table, err := parseTimeouts("hub=30m, e2e/realflux=40m,./e2e=15m")
+	require.NoError(t, err)
+	packages := []string{"m/api", "m/e2e", "m/e2e/realflux", "m/hub", "m/hub/probe"}
+	groups, err := group(packages, "m", table, 10*time.Minute, true)
+	require.NoError(t, err)
+	require.Equal(t, []testGroup{
+		{timeout: 40 * time.Minute, packages: []string{"m/e2e/realflux"}},
+		{timeout: 30 * time.Minute, packages: []string{"m/hub"}},
+		{timeout: 15 * time.Minute, packages: []string{"m/e2e"}},
+		{timeout: 10 * time.Minute, packages: []string{"m/api", "m/hub/probe"}},
+	}, groups)
+
+	_, err = group(packages[:2], "m", table, 10*time.Minute, true)
+	require.EqualError(t, err, "-timeouts names e2e/realflux, hub, which is not among the packages tested (m/...)")
+	_, err = group(packages[:2], "m", table, 10*time.Minute, false)
+	require.NoError(t, err, "a subset of the packages need not match the whole table")
+}
+
+func TestTimeoutsThatAreNotDurationsAreRefused(t *testing.T) {
+	_, err := parseTimeouts("hub")
+	require.EqualError(t, err, `-timeouts: "hub" is not path=duration, e.g. hub=30m`)
+	_, err = parseTimeouts("hub=soon")
+	require.EqualError(t, err, `-timeouts: "hub=soon": the timeout of hub is not a positive duration such as 30m`)
+}
+
+// TestEachPackageRunsWithItsOwnTimeout runs the command on a small module: the package given 1s
+// times out, the one with the default 10m passes, and the summary says so.
+func TestEachPackageRunsWithItsOwnTimeout(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"go.mod":            "module tj\n\ngo 1.24\n",
+		"slow/slow_test.go": "package slow\n\nimport (\n\t\"testing\"\n\t\"time\"\n)\n\nfunc TestSlow(t *testing.T) { time.Sleep(3 * time.Second) }\n",
+		"fast/fast_test.go": "package fast\n\nimport (\n\t\"testing\"\n\t\"time\"\n)\n\nfunc TestFast(t *testing.T) { time.Sleep(3 * time.Second) }\n",
+	}
+	for name, text := range files {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644))
+	}
+	t.Chdir(dir)
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), []string{"-timeout", "10m", "-timeouts", "slow=1s", "--", "-count=1"}, &out, &errOut)
+	require.ErrorContains(t, err, "1 packages failed", out.String()+errOut.String())
+	require.Contains(t, out.String(), "panic: test timed out after 1s")
+	require.Regexp(t, `(?m)^ok  \ttj/fast\t\d+\.\d+s$`, out.String())
+	require.Regexp(t, `(?m)^\s+\d+\.\ds     1s  FAIL  slow$`, out.String())
+	require.Regexp(t, `(?m)^\s+\d+\.\ds    10m  ok    fast$`, out.String())
+	require.Contains(t, out.String(), "1 packages passed, 1 failed, 0 without tests;")
+}

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bufio"
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+)
+
+// event is one line of go test -json (cmd/test2json), build events included.
+type event struct {
+	Action     string
+	Package    string
+	ImportPath string
+	Test       string
+	Output     string
+	Elapsed    float64
+}
+
+// result is how a package ended.
+type result struct {
+	pkg     string
+	action  string // pass, fail or skip
+	elapsed time.Duration
+	tests   bool // whether it ran any test
+}
+
+// report prints go test -json as go test prints its text: a package's ok or FAIL line, the
+// output of the tests that failed (or of every test, verbose), build errors; and at the end
+// every package's time.
+type report struct {
+	out     io.Writer
+	prefix  string // the module's path and a slash, cut from package paths in the summary
+	verbose bool
+	// output of the tests running, by package and test, until they end.
+	output   map[string]map[string][]string
+	results  []result
+	tests    map[string]bool
+	timeouts map[string]time.Duration
+}
+
+func newReport(out io.Writer, prefix string, verbose bool) *report {
+	return &report{out: out, prefix: prefix, verbose: verbose, output: map[string]map[string][]string{},
+		tests: map[string]bool{}, timeouts: map[string]time.Duration{}}
+}
+
+// read handles the events of one go test -json until r ends.
+func (r *report) read(in io.Reader) error {
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var e event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil || e.Action == "" {
+			fmt.Fprintln(r.out, sc.Text()) // not an event: go test printed it as is
+			continue
+		}
+		r.handle(e)
+	}
+	return sc.Err()
+}
+
+func (r *report) handle(e event) {
+	switch {
+	case e.Action == "build-output":
+		fmt.Fprint(r.out, e.Output)
+	case e.Test != "":
+		r.handleTest(e)
+	case e.Action == "output":
+		// The package's own lines: ok or FAIL with its time, and whatever a test binary printed
+		// outside a test. go test prints PASS only with -v. Before FAIL, a test that never
+		// ended (a timeout, a panic) is where the package failed.
+		if strings.HasPrefix(e.Output, "FAIL") {
+			r.flushAll(e.Package)
+		}
+		if e.Output != "PASS\n" || r.verbose {
+			fmt.Fprint(r.out, e.Output)
+		}
+	case e.Action == "pass" || e.Action == "fail" || e.Action == "skip":
+		if e.Action == "fail" {
+			r.flushAll(e.Package)
+		}
+		delete(r.output, e.Package)
+		r.results = append(r.results, result{pkg: e.Package, action: e.Action,
+			elapsed: time.Duration(e.Elapsed * float64(time.Second)), tests: r.tests[e.Package]})
+	}
+}
+
+func (r *report) handleTest(e event) {
+	r.tests[e.Package] = true
+	switch e.Action {
+	case "output":
+		if r.verbose {
+			fmt.Fprint(r.out, e.Output)
+			return
+		}
+		if r.output[e.Package] == nil {
+			r.output[e.Package] = map[string][]string{}
+		}
+		r.output[e.Package][e.Test] = append(r.output[e.Package][e.Test], e.Output)
+	case "fail":
+		r.flush(e.Package, e.Test)
+	case "pass", "skip":
+		delete(r.output[e.Package], e.Test)
+	}
+}
+
+// flush prints the output kept of a test and forgets it.
+func (r *report) flush(pkg, test string) {
+	for _, line := range r.output[pkg][test] {
+		fmt.Fprint(r.out, line)
+	}
+	delete(r.output[pkg], test)
+}
+
+// flushAll prints the output kept of every test of pkg that has not ended.
+func (r *report) flushAll(pkg string) {
+	for _, test := range slices.Sorted(maps.Keys(r.output[pkg])) {
+		r.flush(pkg, test)
+	}
+}
+
+// failures is how many packages failed so far.
+func (r *report) failures() int {
+	n := 0
+	for _, res := range r.results {
+		if res.action == "fail" {
+			n++
+		}
+	}
+	return n
+}
+
+// summary prints the time of every package that ran tests, longest first, with its timeout.
+func (r *report) summary(wall time.Duration) {
+	results := slices.Clone(r.results)
+	slices.SortStableFunc(results, func(a, b result) int { return cmp.Compare(b.elapsed, a.elapsed) })
+	fmt.Fprintln(r.out, "\nPackage times, longest first (time, go test -timeout, result, package):")
+	passed, skipped := 0, 0
+	for _, res := range results {
+		word := "ok"
+		switch {
+		case res.action == "fail":
+			word = "FAIL"
+		case res.action == "skip" || !res.tests:
+			skipped++
+			continue
+		default:
+			passed++
+		}
+		fmt.Fprintf(r.out, "  %7.1fs  %5s  %-4s  %s\n", res.elapsed.Seconds(), short(r.timeouts[res.pkg]), word, strings.TrimPrefix(res.pkg, r.prefix))
+	}
+	fmt.Fprintf(r.out, "%d packages passed, %d failed, %d without tests; %v in all\n",
+		passed, r.failures(), skipped, wall.Round(time.Second))
+}
+
+// short writes a timeout as the Makefile does: 30m, 90s.
+func short(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "-"
+	case d%time.Minute == 0:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	default:
+		return d.String()
+	}
+}
