@@ -50,7 +50,9 @@ const (
 // Defaults of Options.
 const (
 	DefaultNodesPerCluster = 2
-	DefaultTimeout         = 3 * time.Minute
+	// DefaultTimeout is generous: three clusters come up in seconds on a quiet machine, and can
+	// take minutes on 2 cores busy with other test binaries, compilers and API servers.
+	DefaultTimeout = 6 * time.Minute
 )
 
 // StateFile is the name of the file in the run directory that records the Environment.
@@ -292,6 +294,9 @@ func Start(ctx context.Context, opts Options) (*Environment, error) {
 		}
 		if len(first) > 0 {
 			err = errors.Join(first...)
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("%w\nthe clusters did not come up within %v; on a busy machine give them longer (Options.Timeout, or clusters up -timeout)", err, opts.Timeout)
 		}
 		if stopErr := env.stop(prov); stopErr != nil {
 			err = errors.Join(err, fmt.Errorf("stopping after the failure: %w", stopErr))

@@ -140,6 +140,7 @@ func TestStartQuotesTheLogOfAComponentThatIsLate(t *testing.T) {
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.ErrorContains(t, err, "waiting for etcd to be ready")
 	require.ErrorContains(t, err, "still compacting, please wait")
+	require.ErrorContains(t, err, "the clusters did not come up within 1s; on a busy machine give them longer (Options.Timeout, or clusters up -timeout)")
 	env, err := Load(dir)
 	require.NoError(t, err)
 	require.Len(t, env.Clusters[0].Processes, 1)

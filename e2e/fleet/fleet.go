@@ -332,7 +332,7 @@ func (f *Fleet) runManager(ctx context.Context, c *clusters.Cluster, args []stri
 	if err != nil {
 		return nil, fmt.Errorf("starting fluxfed on %s: %w", c.Name, err)
 	}
-	deadline := time.Now().Add(time.Minute)
+	deadline := time.Now().Add(managerStartTimeout)
 	for {
 		resp, err := http.Get("http://" + probe + "/readyz")
 		if err == nil {
@@ -343,7 +343,7 @@ func (f *Fleet) runManager(ctx context.Context, c *clusters.Cluster, args []stri
 		}
 		if !p.Running() || time.Now().After(deadline) {
 			data, _ := os.ReadFile(p.Log)
-			return nil, fmt.Errorf("fluxfed on %s did not become ready; its log ends:\n%s", c.Name, tail(data, 30))
+			return nil, fmt.Errorf("fluxfed on %s did not become ready (within %v, or it exited); its log ends:\n%s", c.Name, managerStartTimeout, tail(data, 30))
 		}
 		select {
 		case <-ctx.Done():
@@ -352,6 +352,10 @@ func (f *Fleet) runManager(ctx context.Context, c *clusters.Cluster, args []stri
 		}
 	}
 }
+
+// managerStartTimeout bounds a manager's start: a second or two on a quiet machine, longer on 2
+// busy cores.
+const managerStartTimeout = 3 * time.Minute
 
 // KillHub kills the hub's manager as SIGKILL does: it has no time to finish a reconcile, write a
 // status or forget anything in order.

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -96,8 +97,33 @@ func StartN(t testing.TB, n int) []*Env {
 	return envs
 }
 
+// Timeouts of the API servers the tests start. A quiet machine starts etcd and kube-apiserver in
+// seconds; one whose 2 cores run other test binaries, API servers and compilers at once can take
+// a minute (envtest's default of 20 s failed `make test` there). A hung start still ends, within
+// the package's go test -timeout.
+const (
+	// StartTimeout bounds each start of etcd, and of kube-apiserver until it reports healthy.
+	StartTimeout = 3 * time.Minute
+	// StopTimeout bounds each one's exit after SIGTERM.
+	StopTimeout = time.Minute
+	// CRDTimeout bounds the wait for fluxfed's CRDs to be served.
+	CRDTimeout = 2 * time.Minute
+)
+
+// outputTail is how much of etcd's and kube-apiserver's output is kept, and outputLines how many
+// of its last lines a failed start quotes.
+const (
+	outputTail  = 64 << 10
+	outputLines = 8
+)
+
 // start starts one API server with fluxfed's CRDs installed.
-func start() (*Env, error) {
+func start() (*Env, error) { return startWith(nil) }
+
+// startWith starts one API server with fluxfed's CRDs installed and the extra kube-apiserver
+// flags of apiServerFlags. When it fails, the error quotes the end of etcd's and
+// kube-apiserver's output.
+func startWith(apiServerFlags map[string]string) (*Env, error) {
 	dir, err := k8sbin.Dir("kube-apiserver", "etcd")
 	if err != nil {
 		return nil, err
@@ -115,12 +141,29 @@ func start() (*Env, error) {
 		ErrorIfCRDPathMissing: true,
 		Scheme:                scheme,
 	}
+	if os.Getenv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT") == "" {
+		env.ControlPlaneStartTimeout = StartTimeout
+	}
+	if os.Getenv("KUBEBUILDER_CONTROLPLANE_STOP_TIMEOUT") == "" {
+		env.ControlPlaneStopTimeout = StopTimeout
+	}
+	env.CRDInstallOptions.MaxTime = CRDTimeout
+	etcdOut, apiServerOut := &tailBuffer{max: outputTail}, &tailBuffer{max: outputTail}
+	env.ControlPlane.Etcd = &envtest.Etcd{Out: etcdOut, Err: etcdOut}
+	apiServer := env.ControlPlane.GetAPIServer()
+	apiServer.Out, apiServer.Err = apiServerOut, apiServerOut
 	// Without it kube-apiserver picks the address of the default route's interface, and fails
 	// where there is none: in the loopback-only network namespace `make test` runs tests in.
-	env.ControlPlane.GetAPIServer().Configure().Set("advertise-address", "127.0.0.1")
+	apiServer.Configure().Set("advertise-address", "127.0.0.1")
+	for name, value := range apiServerFlags {
+		apiServer.Configure().Set(name, value)
+	}
 	cfg, err := env.Start()
 	if err != nil {
-		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", dir, err)
+		return nil, fmt.Errorf("starting etcd and kube-apiserver from %s (each may take %v to start): %w\n"+
+			"etcd's output ends:\n%s\nkube-apiserver's output ends:\n%s\n"+
+			"On a busy machine, raise the limit with KUBEBUILDER_CONTROLPLANE_START_TIMEOUT (e.g. 10m)",
+			dir, env.ControlPlaneStartTimeout, err, etcdOut.String(), apiServerOut.String())
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
@@ -207,4 +250,34 @@ func (e *Env) RunControllers(t testing.TB, controllers ...string) {
 			}
 		}
 	})
+}
+
+// tailBuffer keeps the last max bytes written to it; etcd and kube-apiserver write to it from the
+// goroutines that copy their output.
+type tailBuffer struct {
+	max  int
+	mu   sync.Mutex
+	data []byte
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.data = append(b.data, p...)
+	if over := len(b.data) - b.max; over > 0 {
+		b.data = append(b.data[:0], b.data[over:]...)
+	}
+	return len(p), nil
+}
+
+// String returns the last lines it kept, indented, or says there was nothing.
+func (b *tailBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	text := strings.TrimRight(string(b.data), "\n")
+	if text == "" {
+		return "  (nothing)"
+	}
+	lines := strings.Split(text, "\n")
+	return "  " + strings.Join(lines[max(0, len(lines)-outputLines):], "\n  ")
 }

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -87,4 +88,32 @@ func TestWarningsAreTakenOnce(t *testing.T) {
 	w.HandleWarningHeaderWithContext(context.Background(), 299, "-", "second")
 	require.Equal(t, []string{"first", "second"}, w.Take())
 	require.Empty(t, w.Take(), "taken warnings are forgotten")
+}
+
+// TestAnAPIServerThatDoesNotStartSaysWhyFromItsOutput starts kube-apiserver with a flag it does
+// not know: the error names the components, the time each may take, and quotes the end of
+// kube-apiserver's output, where it says what was wrong.
+func TestAnAPIServerThatDoesNotStartSaysWhyFromItsOutput(t *testing.T) {
+	env, err := startWith(map[string]string{"no-such-flag": "1"})
+	if env != nil {
+		require.NoError(t, env.control.Stop())
+	}
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "starting etcd and kube-apiserver from ")
+	require.Contains(t, err.Error(), "(each may take 3m0s to start)")
+	require.Regexp(t, `(?s)kube-apiserver's output ends:\n.*unknown flag: --no-such-flag`, err.Error())
+	require.Contains(t, err.Error(), "KUBEBUILDER_CONTROLPLANE_START_TIMEOUT")
+}
+
+func TestTailBufferKeepsTheEnd(t *testing.T) {
+	b := &tailBuffer{max: 8}
+	require.Equal(t, "  (nothing)", b.String())
+	_, _ = b.Write([]byte("first\nsecond\n"))
+	_, _ = b.Write([]byte("third\n"))
+	require.Equal(t, "  d\n  third", b.String(), "the last 8 bytes")
+	b = &tailBuffer{max: 1 << 10}
+	for i := range 20 {
+		_, _ = fmt.Fprintf(b, "line %d\n", i)
+	}
+	require.Equal(t, "  line 12\n  line 13\n  line 14\n  line 15\n  line 16\n  line 17\n  line 18\n  line 19", b.String(), "the last 8 lines")
 }
