@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -105,7 +106,7 @@ func runPlan(opts *planOptions, stdout, stderr io.Writer) error {
 
 	mc, err := admit.Admit(manifest)
 	if err != nil {
-		return admissionError(err)
+		return admissionError(manifestName(opts.file), err)
 	}
 	if mc.IsBurstChild() && opts.leadAddress != "" {
 		return fmt.Errorf("MiniCluster %s is a burst child (spec.flux.bursting.leadBroker is set): --lead-address plans the children of a root", mc.Name)
@@ -228,7 +229,7 @@ func renderChildren(plan *bursting.Plan) ([]renderedChild, error) {
 		}
 		stored, err := admit.Admit(data)
 		if err != nil {
-			return nil, fmt.Errorf("member %s would refuse the child MiniCluster %s: %w", c.Cluster, c.Burst, admissionError(err))
+			return nil, fmt.Errorf("member %s would refuse the child MiniCluster %s: %w", c.Cluster, c.Burst, admissionError("", err))
 		}
 		rendered, err := render.Render(stored)
 		if err != nil {
@@ -250,16 +251,57 @@ func readManifest(file string) ([]byte, error) {
 	return data, nil
 }
 
-// admissionError words a refusal as kubectl would, one cause per line.
-func admissionError(err error) error {
+// manifestName names the manifest in messages: its file, or standard input.
+func manifestName(file string) string {
+	if file == "-" {
+		return "<stdin>"
+	}
+	return file
+}
+
+// yamlSyntax finds the line and the message of a YAML syntax error in a decoder's error.
+var yamlSyntax = regexp.MustCompile(`yaml: line (\d+): (.+)$`)
+
+// admissionError words a refusal as kubectl would, one cause per line: a manifest that is not
+// YAML as file:line and the parser's message, a manifest that is not a MiniCluster by its
+// causes, never the bytes of the input; and an invalid MiniCluster one field per line, without
+// the API server's line for the rules it did not check, which names no field.
+func admissionError(file string, err error) error {
 	var invalid *admit.InvalidError
-	if errors.As(err, &invalid) {
+	var undecoded *admit.DecodeError
+	switch {
+	case errors.As(err, &invalid):
 		var b strings.Builder
 		fmt.Fprintf(&b, "MiniCluster %q is invalid:", invalid.Name)
+		unchecked := false
 		for _, e := range invalid.Errs {
+			if e.Field == "" || e.Field == "<nil>" {
+				unchecked = true
+				continue
+			}
 			fmt.Fprintf(&b, "\n  * %s", e.Error())
 		}
+		if unchecked {
+			b.WriteString("\n  (some validation rules were not checked because of these errors: fix them and plan again)")
+		}
 		return errors.New(b.String())
+	case errors.As(err, &undecoded):
+		where := file
+		if where == "" {
+			where = "the manifest"
+		}
+		for _, cause := range undecoded.Causes {
+			if m := yamlSyntax.FindStringSubmatch(cause); m != nil {
+				return fmt.Errorf("%s:%s: %s (not valid YAML)", where, m[1], m[2])
+			}
+		}
+		if strings.Contains(undecoded.Message, "couldn't get version/kind") {
+			return fmt.Errorf("%s is not a MiniCluster manifest: it has no apiVersion and kind (apiVersion: %s, kind: MiniCluster)", where, fluxv1alpha2.GroupVersion)
+		}
+		if strings.HasPrefix(undecoded.Message, "the object provided is unrecognized") {
+			return fmt.Errorf("%s is not a MiniCluster manifest: %s", where, strings.Join(undecoded.Causes, "; "))
+		}
+		return fmt.Errorf("%s: %s", where, undecoded.Message)
 	}
 	return err
 }
@@ -368,9 +410,18 @@ func encodeObjects(objects []render.Object) ([]byte, error) {
 }
 
 func printSummary(w io.Writer, mc *fluxv1alpha2.MiniCluster, l *bursting.Layout) {
-	role := "root"
-	if mc.IsBurstChild() {
-		role = fmt.Sprintf("burst child of %s (lead broker %s:%d)", mc.Spec.Flux.Bursting.LeadBroker.Name, l.LeadAddress, l.LeadPort)
+	b := mc.Spec.Flux.Bursting
+	bursts := len(b.Clusters) > 0 || b.Hostlist != ""
+	var role string
+	switch {
+	case mc.IsBurstChild():
+		role = fmt.Sprintf("burst child of %s (lead broker %s:%d)", b.LeadBroker.Name, l.LeadAddress, l.LeadPort)
+	case len(b.Clusters) > 0:
+		role = fmt.Sprintf("root of %d burst(s)", len(b.Clusters))
+	case bursts:
+		role = "root (spec.flux.bursting.hostlist)"
+	default:
+		role = "no bursts"
 	}
 	fmt.Fprintf(w, "MiniCluster %s/%s: %s\n", mc.Namespace, mc.Name, role)
 	fmt.Fprintf(w, "Hosts:     %d, this MiniCluster's pods hold ranks %s\n", len(l.Hosts), rankRange(l.LocalStart, l.LocalEnd))
@@ -381,8 +432,12 @@ func printSummary(w io.Writer, mc *fluxv1alpha2.MiniCluster, l *bursting.Layout)
 		fmt.Fprintf(w, "Quorum:    set by the root\n")
 	}
 	topology := l.Topology
-	if topology == "" {
+	switch {
+	case topology != "":
+	case bursts:
 		topology = "custom: flat under rank 0, one subtree per burst"
+	default:
+		topology = "custom: flat under rank 0"
 	}
 	fmt.Fprintf(w, "Topology:  %s\n\n", topology)
 

@@ -307,3 +307,55 @@ spec:
 	require.NoError(t, err)
 	require.Contains(t, string(children), "# size 0: the hub pushes nothing until the burst runs brokers")
 }
+
+// TestPlanSaysWhereTheYAMLIsBroken: a YAML syntax error is file:line and the parser's message,
+// never a dump of the input.
+func TestPlanSaysWhereTheYAMLIsBroken(t *testing.T) {
+	dir := t.TempDir()
+	for name, tc := range map[string]struct{ manifest, want string }{
+		"flow mapping": {"apiVersion: flux-framework.org/v1alpha2\nkind: MiniCluster\nmetadata: {name: x\nspec:\n  size: 2\n",
+			"bad.yaml:3: did not find expected ',' or '}' (not valid YAML)"},
+		"indentation": {"apiVersion: flux-framework.org/v1alpha2\nkind: MiniCluster\nmetadata:\n  name: x\nspec:\n  size: 2\n   containers: []\n",
+			"bad.yaml:7: mapping values are not allowed in this context (not valid YAML)"},
+		"not a manifest": {"just text\n",
+			"bad.yaml is not a MiniCluster manifest: it has no apiVersion and kind (apiVersion: flux-framework.org/v1alpha2, kind: MiniCluster)"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			file := filepath.Join(dir, "bad.yaml")
+			require.NoError(t, os.WriteFile(file, []byte(tc.manifest), 0o644))
+			err := run(context.Background(), []string{"plan", "-f", file}, &bytes.Buffer{}, &bytes.Buffer{})
+			require.Error(t, err)
+			require.Equal(t, filepath.Join(dir, tc.want), err.Error())
+		})
+	}
+}
+
+// TestPlanLeavesOutTheLineWithoutAField: the API server's "<nil>: Invalid value" cause for the
+// rules it did not check is a note, not a bullet.
+func TestPlanLeavesOutTheLineWithoutAField(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "nospec.yaml")
+	require.NoError(t, os.WriteFile(file, []byte("apiVersion: flux-framework.org/v1alpha2\nkind: MiniCluster\nmetadata: {name: x}\nspec: {size: 1}\n"), 0o644))
+	err := run(context.Background(), []string{"plan", "-f", file}, &bytes.Buffer{}, &bytes.Buffer{})
+	require.Error(t, err)
+	require.Equal(t, `MiniCluster "x" is invalid:
+  * spec.containers: Required value
+  (some validation rules were not checked because of these errors: fix them and plan again)`, err.Error())
+}
+
+// TestPlanNamesTheRole: a MiniCluster without bursts is not called a root, and its tree has no
+// bursts; a root says how many it has.
+func TestPlanNamesTheRole(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "plain.yaml")
+	require.NoError(t, os.WriteFile(file, []byte("apiVersion: flux-framework.org/v1alpha2\nkind: MiniCluster\nmetadata: {name: x}\nspec:\n  size: 2\n  containers: [{image: rockylinux:9}]\n"), 0o644))
+	var stdout bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"plan", "-f", file}, &stdout, &bytes.Buffer{}))
+	require.Contains(t, stdout.String(), "MiniCluster default/x: no bursts\n")
+	require.Contains(t, stdout.String(), "Topology:  custom: flat under rank 0\n")
+	require.NotContains(t, stdout.String(), "root")
+	require.NotContains(t, stdout.String(), "subtree per burst")
+
+	stdout.Reset()
+	require.NoError(t, run(context.Background(), []string{"plan", "-f", filepath.Join(testenv.RepoRoot(), "examples", "bursting-root.yaml")}, &stdout, &bytes.Buffer{}))
+	require.Contains(t, stdout.String(), "MiniCluster default/bursting-root: root of 2 burst(s)\n")
+	require.Contains(t, stdout.String(), "Topology:  custom: flat under rank 0, one subtree per burst\n")
+}
