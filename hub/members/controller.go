@@ -164,7 +164,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (re
 	}
 	r.registry.Set(r.registration(ctx, mc))
 	snap, _ := r.registry.Snapshot(mc.Name)
-	st := ComputeStatus(mc, snap, r.children(ctx, snap), metav1.NewTime(r.registry.opts.Clock()), r.registry.opts.RecordInterval)
+	now := r.registry.opts.Clock()
+	// The heartbeat is recorded when a RecordInterval passed, less the health interval by
+	// which the last answer may precede this reconcile, so that a member visited every
+	// RecordInterval is recorded every time, not every other time.
+	record := max(r.registry.opts.RecordInterval-r.registry.opts.HealthInterval, r.registry.opts.RecordInterval/2)
+	st := ComputeStatus(mc, snap, r.children(ctx, snap, now), metav1.NewTime(now), record)
 	if err := r.writeStatus(ctx, mc, st); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -188,7 +193,8 @@ func health(p Phase) string {
 
 // registration reads a MemberCluster's kubeconfig.
 func (r *Reconciler) registration(ctx context.Context, mc *fedv1alpha1.MemberCluster) Registration {
-	reg := Registration{Name: mc.Name, Created: mc.CreationTimestamp, RecordedID: mc.Status.ClusterID}
+	reg := Registration{Name: mc.Name, Created: mc.CreationTimestamp, RecordedID: mc.Status.ClusterID,
+		Secret: r.namespace + "/" + mc.Spec.KubeconfigSecretRef.Name, CreateNamespaces: mc.Spec.Namespaces.Create}
 	if c := meta.FindStatusCondition(mc.Status.Conditions, fedv1alpha1.ConditionReady); c != nil {
 		reg.RecordedDuplicate = c.Reason == fedv1alpha1.ReasonDuplicateCluster
 	}
@@ -211,41 +217,39 @@ func (r *Reconciler) registration(ctx context.Context, mc *fedv1alpha1.MemberClu
 		return notFound(fmt.Sprintf("Secret %s/%s has no key %q with a kubeconfig", r.namespace, ref.Name, key))
 	}
 	reg.Kubeconfig = secret.Data[key]
-	reg.Scope = Scope{All: true}
-	if mc.Spec.Namespaces.Allow != fedv1alpha1.NamespaceAllowAny {
-		var roots fluxv1alpha2.MiniClusterList
-		if err := r.client.List(ctx, &roots); err != nil {
-			// Kept as it is until the roots can be read.
-			if snap, ok := r.registry.Snapshot(mc.Name); ok {
-				reg.Scope = snap.Wanted
-			}
-			ctrl.LoggerFrom(ctx).Error(err, "Listing the roots that burst onto a member")
-			return reg
+	var roots fluxv1alpha2.MiniClusterList
+	if err := r.client.List(ctx, &roots); err != nil {
+		// Kept as it is until the roots can be read.
+		if snap, ok := r.registry.Snapshot(mc.Name); ok {
+			reg.Scope = snap.Wanted
 		}
-		reg.Scope = WantedScope(mc, roots.Items)
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the roots that burst onto a member")
+		return reg
 	}
+	reg.Scope = WantedScope(mc, roots.Items)
+	reg.Namespaces = LentNamespaces(mc, roots.Items)
 	return reg
 }
 
-// children counts the child MiniClusters in an engaged member's cache, which holds only this
-// hub's; nil when the member is not engaged.
-func (r *Reconciler) children(ctx context.Context, snap Snapshot) *int32 {
+// children reports on the child MiniClusters in an engaged member's cache, which holds only
+// this hub's; nothing when the member is not engaged.
+func (r *Reconciler) children(ctx context.Context, snap Snapshot, now time.Time) Children {
 	if snap.Cluster == nil {
-		return nil
+		return Children{}
 	}
 	var list fluxv1alpha2.MiniClusterList
 	if err := snap.Cluster.GetCache().List(ctx, &list); err != nil {
-		return nil
+		return Children{}
 	}
-	n := int32(len(list.Items))
-	return &n
+	return CountChildren(list.Items, now)
 }
 
-// ComputeStatus returns the status of mc from what the registry knows of it. What is not known
-// now (the version of a member that does not answer) keeps its last value. The heartbeat is
-// recorded when the member last answered, but only every record interval while nothing else
-// changes, so that a healthy member costs one status write a minute.
-func ComputeStatus(mc *fedv1alpha1.MemberCluster, snap Snapshot, children *int32, now metav1.Time, record time.Duration) fedv1alpha1.MemberClusterStatus {
+// ComputeStatus returns the status of mc from what the registry knows of it and what the
+// member's cache holds of its children. What is not known now (the version of a member that
+// does not answer) keeps its last value. The heartbeat is recorded when the member last
+// answered, but only once record passed while nothing else changes, so that a healthy member
+// costs one status write a minute.
+func ComputeStatus(mc *fedv1alpha1.MemberCluster, snap Snapshot, children Children, now metav1.Time, record time.Duration) fedv1alpha1.MemberClusterStatus {
 	st := *mc.Status.DeepCopy()
 	// status.orphans is the root reconciler's, under a field owner of its own: sending it here
 	// would make it co-owned, and never removed.
@@ -260,8 +264,8 @@ func ComputeStatus(mc *fedv1alpha1.MemberCluster, snap Snapshot, children *int32
 	if snap.Nodes != nil {
 		st.Nodes = snap.Nodes
 	}
-	if children != nil {
-		st.Children = *children
+	if children.Count != nil {
+		st.Children = *children.Count
 	}
 	if snap.Phase == PhaseReady {
 		st.WatchedNamespaces, st.DeniedNamespaces = nil, snap.Denied
@@ -285,6 +289,7 @@ func ComputeStatus(mc *fedv1alpha1.MemberCluster, snap Snapshot, children *int32
 	old := meta.FindStatusCondition(st.Conditions, fedv1alpha1.ConditionReady)
 	moved := old == nil || old.Status != cond.Status || old.Reason != cond.Reason
 	meta.SetStatusCondition(&st.Conditions, cond)
+	lackConditions(&st.Conditions, mc, snap, children, now)
 	if !snap.LastSeen.IsZero() {
 		seen := metav1.NewTime(snap.LastSeen.Truncate(time.Second))
 		if st.LastHeartbeatTime == nil || moved || seen.Sub(st.LastHeartbeatTime.Time) >= record {
@@ -317,17 +322,34 @@ func (r *Reconciler) writeStatus(ctx context.Context, mc *fedv1alpha1.MemberClus
 	}
 	before := meta.FindStatusCondition(mc.Status.Conditions, fedv1alpha1.ConditionReady)
 	after := meta.FindStatusCondition(st.Conditions, fedv1alpha1.ConditionReady)
-	if before == nil && after.Status == metav1.ConditionUnknown {
-		return nil
+	if before != nil || after.Status != metav1.ConditionUnknown {
+		r.event(mc, before, after)
 	}
-	if before == nil || before.Status != after.Status || before.Reason != after.Reason {
-		eventType := corev1.EventTypeNormal
-		if after.Status == metav1.ConditionFalse {
-			eventType = corev1.EventTypeWarning
+	// What the member lacks is told when it is found out, and when it is fixed.
+	for _, t := range []string{fedv1alpha1.ConditionFluxfedInstalled, fedv1alpha1.ConditionNamespacesAvailable, fedv1alpha1.ConditionCredentialsValid} {
+		before, after := meta.FindStatusCondition(mc.Status.Conditions, t), meta.FindStatusCondition(st.Conditions, t)
+		if after == nil || (before == nil && after.Status != metav1.ConditionFalse) {
+			continue
 		}
-		r.recorder.Eventf(mc, nil, eventType, after.Reason, "CheckMember", "Ready=%s: %s", after.Status, after.Message)
+		r.event(mc, before, after)
 	}
 	return nil
+}
+
+// event records a Warning event when a condition turned False, a Normal one when it moved
+// otherwise, and none when it did not move.
+func (r *Reconciler) event(mc *fedv1alpha1.MemberCluster, before, after *metav1.Condition) {
+	if before != nil && before.Status == after.Status && before.Reason == after.Reason {
+		return
+	}
+	if after.Status == metav1.ConditionUnknown && after.Type != fedv1alpha1.ConditionReady {
+		return
+	}
+	eventType := corev1.EventTypeNormal
+	if after.Status == metav1.ConditionFalse {
+		eventType = corev1.EventTypeWarning
+	}
+	r.recorder.Eventf(mc, nil, eventType, after.Reason, "CheckMember", "%s=%s: %s", after.Type, after.Status, after.Message)
 }
 
 // toApply converts obj into a status apply request: status and identity only.

@@ -131,6 +131,19 @@ type Snapshot struct {
 	LastSeen time.Time
 	// Wanted is the scope last registered.
 	Wanted Scope
+	// Fluxfed says whether the member serves the MiniCluster API: nil until the hub asked.
+	Fluxfed *bool
+	// NamespacesChecked is true once the registered namespaces were looked at: then
+	// MissingNamespaces do not exist, and UnlentNamespaces may not be used by the hub and it
+	// cannot tell whether they exist.
+	NamespacesChecked                   bool
+	MissingNamespaces, UnlentNamespaces []string
+	// Expiry is when the kubeconfig's credentials expire, zero when the hub cannot tell;
+	// ExpiryOf says what expires: "token" or "client certificate".
+	Expiry   time.Time
+	ExpiryOf string
+	// Secret is where the kubeconfig is, "namespace/name".
+	Secret string
 }
 
 // HealthUserAgent is the user agent of the hub's health checks of its members, so that a member's
@@ -190,6 +203,21 @@ type member struct {
 	built   Scope
 	watched Scope
 	denied  []string
+
+	// secret is where the kubeconfig is, "namespace/name", for messages.
+	secret string
+	// expiry is when the kubeconfig's credentials expire, zero when unknown; expiryOf says
+	// what expires ("token", "client certificate").
+	expiry   time.Time
+	expiryOf string
+	// namespaces are those to check on the member; create says the hub may create them.
+	namespaces []string
+	create     bool
+	// crd is what the hub last found of the member's MiniCluster API; spaces of its namespaces.
+	crd    crdState
+	spaces namespaceReport
+	// engageErr is the last reason engaging failed, logged once until it changes.
+	engageErr string
 
 	state     State
 	fails     int
@@ -304,7 +332,14 @@ func (r *Registry) Snapshot(name string) (Snapshot, bool) {
 	if !ok {
 		return Snapshot{}, false
 	}
-	return Snapshot{State: m.state, ClusterID: m.clusterID, Version: m.version, Nodes: m.nodes, LastSeen: m.lastSeen, Wanted: m.want}, true
+	snap := Snapshot{State: m.state, ClusterID: m.clusterID, Version: m.version, Nodes: m.nodes, LastSeen: m.lastSeen, Wanted: m.want,
+		NamespacesChecked: m.spaces.checked, MissingNamespaces: slices.Clone(m.spaces.missing), UnlentNamespaces: slices.Clone(m.spaces.unlent),
+		Expiry: m.expiry, ExpiryOf: m.expiryOf, Secret: m.secret}
+	if m.crd != crdUnknown {
+		served := m.crd == crdServed
+		snap.Fluxfed = &served
+	}
+	return snap, true
 }
 
 // notifyOn sets the function told whenever a member's state or identity changes; the
@@ -328,6 +363,13 @@ type Registration struct {
 	Refusal    *State
 	// Scope is where the hub's roots burst into on the member, as its policy allows.
 	Scope Scope
+	// Secret is the Secret of the kubeconfig, "namespace/name", named in messages.
+	Secret string
+	// Namespaces are the member namespaces whose existence the health check reports on: those
+	// roots burst into and those spec.namespaces lists; CreateNamespaces says the hub may create
+	// them, so that a missing one is no lack.
+	Namespaces       []string
+	CreateNamespaces bool
 }
 
 // Set registers a member, or updates it: a changed kubeconfig (rotation) reconnects, a refused or
@@ -343,7 +385,11 @@ func (r *Registry) Set(reg Registration) {
 		r.members[reg.Name] = m
 	}
 	m.created, m.recordedID, m.recordedDuplicate = reg.Created, reg.RecordedID, reg.RecordedDuplicate
-	m.want = reg.Scope
+	m.want, m.secret = reg.Scope, reg.Secret
+	if !slices.Equal(m.namespaces, reg.Namespaces) || m.create != reg.CreateNamespaces {
+		// Looked at again at the next health check.
+		m.namespaces, m.create, m.spaces = slices.Clone(reg.Namespaces), reg.CreateNamespaces, namespaceReport{}
+	}
 	if ok && key == m.key {
 		r.rescope(m)
 		return
@@ -351,6 +397,10 @@ func (r *Registry) Set(reg Registration) {
 	r.disconnect(m)
 	m.key, m.refusal, m.fails, m.duplicate = key, refusal, 0, false
 	m.clusterID, m.version, m.nodes, m.infoAt = "", "", nil, time.Time{}
+	m.crd, m.spaces, m.engageErr, m.expiry, m.expiryOf = crdUnknown, namespaceReport{}, "", time.Time{}, ""
+	if cfg != nil {
+		m.expiry, m.expiryOf = credentialsExpiry(cfg)
+	}
 	if refusal != nil {
 		r.setState(m, *refusal)
 		return
@@ -470,8 +520,16 @@ func (r *Registry) watch(ctx context.Context, m *member, gen uint64, cfg *rest.C
 	for {
 		r.mu.Lock()
 		info := m.infoAt.IsZero() || r.opts.Clock().Sub(m.infoAt) >= r.opts.RecordInterval
+		// A member without the MiniCluster API is asked again at every check, so that it is used
+		// as soon as its owner installed fluxfed; one with it, with the rest of the information
+		// (once a RecordInterval), as are the namespaces.
+		ask := asking{info: info, crd: info || m.crd != crdServed}
+		if info || !m.spaces.checked {
+			ask.namespaces, ask.create = slices.Clone(m.namespaces), m.create
+			ask.spaces = true
+		}
 		r.mu.Unlock()
-		result := r.check(ctx, cs, info)
+		result := r.check(ctx, cs, ask)
 		if ctx.Err() != nil {
 			return
 		}
@@ -484,12 +542,25 @@ func (r *Registry) watch(ctx context.Context, m *member, gen uint64, cfg *rest.C
 	}
 }
 
+// asking is what one health check asks besides the cluster ID: info (version and nodes), crd
+// (whether the member serves the MiniCluster API), spaces (the namespaces).
+type asking struct {
+	info, crd, spaces bool
+	namespaces        []string
+	create            bool
+}
+
 // checkResult is one health check.
 type checkResult struct {
 	err error
-	// denied is true when the member refused the credentials: definitive, no threshold.
-	denied    bool
-	clusterID string
+	// denied is true when the member refused the credentials (401) or what they may do (403):
+	// definitive, no threshold; unauthorized tells the first.
+	denied, unauthorized bool
+	clusterID            string
+	// crd is what was found of the MiniCluster API, crdUnknown when not asked.
+	crd crdState
+	// spaces is what was found of the namespaces, when asked.
+	spaces *namespaceReport
 	// info is true when version and nodes were read.
 	info    bool
 	version string
@@ -498,16 +569,33 @@ type checkResult struct {
 
 // check reads the member's kube-system namespace, whose UID identifies the cluster; with info,
 // also its version and node count. A member may not let the hub list nodes: then nodes is nil.
-func (r *Registry) check(ctx context.Context, cs kubernetes.Interface, info bool) checkResult {
+func (r *Registry) check(ctx context.Context, cs kubernetes.Interface, ask asking) checkResult {
 	ctx, cancel := context.WithTimeout(ctx, r.opts.HealthTimeout)
 	defer cancel()
 	ns, err := cs.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
 	if err != nil {
-		denied := apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err)
-		return checkResult{err: err, denied: denied}
+		unauthorized := apierrors.IsUnauthorized(err)
+		return checkResult{err: err, denied: unauthorized || apierrors.IsForbidden(err), unauthorized: unauthorized}
 	}
 	res := checkResult{clusterID: string(ns.UID)}
-	if !info {
+	if ask.crd {
+		served, err := servesMiniClusters(ctx, cs)
+		if err != nil {
+			return checkResult{err: err}
+		}
+		res.crd = crdMissing
+		if served {
+			res.crd = crdServed
+		}
+	}
+	if ask.spaces && res.crd != crdMissing {
+		// A failure here says nothing of the member's health: the namespaces are looked at
+		// again at the next check.
+		if rep, err := checkNamespaces(ctx, cs, ask.namespaces, ask.create); err == nil {
+			res.spaces = &rep
+		}
+	}
+	if !ask.info {
 		return res
 	}
 	v, err := cs.Discovery().ServerVersion()
@@ -537,9 +625,12 @@ func (r *Registry) record(ctx context.Context, m *member, gen uint64, cfg *rest.
 	if res.err != nil {
 		m.fails++
 		switch {
+		case res.unauthorized:
+			r.setState(m, State{Phase: PhaseNotReady, Reason: fedv1alpha1.ReasonCredentialsRefused, Message: refusedMessage(m, now)})
 		case res.denied:
 			r.setState(m, State{Phase: PhaseNotReady, Reason: fedv1alpha1.ReasonAccessDenied, Message: fmt.Sprintf(
-				"the member refused the hub's credentials: %v; its role on the member needs get on namespace kube-system (deploy/member-access)", res.err)})
+				"the member accepted the hub's credentials but forbids what the health check reads: %v; "+
+					"the hub's role on the member needs get on namespace kube-system (deploy/member-access)", res.err)})
 		case m.fails >= r.opts.FailureThreshold:
 			r.setState(m, State{Phase: PhaseNotReady, Reason: fedv1alpha1.ReasonUnreachable, Message: fmt.Sprintf(
 				"the member's API server did not answer %d health checks in a row: %v", m.fails, res.err)})
@@ -563,7 +654,18 @@ func (r *Registry) record(ctx context.Context, m *member, gen uint64, cfg *rest.
 		return
 	}
 	m.duplicate = false
+	if res.crd != crdUnknown && res.crd != m.crd {
+		m.crd, idChanged = res.crd, true
+	}
+	if res.spaces != nil && !res.spaces.equal(m.spaces) {
+		m.spaces, idChanged = *res.spaces, true
+	}
 	switch {
+	case m.crd == crdMissing:
+		// Nothing can be pushed there, and a cache of MiniClusters would never fill: the
+		// member is not engaged (an engaged one stays so, as through an outage) until the
+		// MiniCluster API is served.
+		r.setState(m, State{Phase: PhaseNotReady, Reason: fedv1alpha1.ReasonFluxfedMissing, Message: fluxfedMissing()})
 	case m.cluster != nil:
 		r.setState(m, State{Phase: PhaseReady, Reason: fedv1alpha1.ReasonConnected, Message: "the member answers the hub's health checks"})
 		if res.info && len(m.denied) > 0 {
@@ -578,6 +680,21 @@ func (r *Registry) record(ctx context.Context, m *member, gen uint64, cfg *rest.
 	if idChanged && r.changed != nil {
 		r.changed(m.name)
 	}
+}
+
+// refusedMessage says that member m refused the hub's credentials (401), when its token expired
+// if it did, and how to give the hub new ones.
+func refusedMessage(m *member, now time.Time) string {
+	msg := "the member did not accept the hub's credentials (401 Unauthorized)"
+	switch {
+	case !m.expiry.IsZero() && !now.Before(m.expiry):
+		msg += fmt.Sprintf(": the kubeconfig's %s expired at %s", m.expiryOf, m.expiry.UTC().Format(time.RFC3339))
+	case !m.expiry.IsZero():
+		msg += fmt.Sprintf(": the kubeconfig's %s, valid until %s, was revoked or is not the member's", m.expiryOf, m.expiry.UTC().Format(time.RFC3339))
+	default:
+		msg += ": they expired, were revoked, or are not the member's"
+	}
+	return msg + "; " + renewHint(m.secret)
 }
 
 // firstOf returns the member, other than m, that registers m's cluster first; "" when m is the
@@ -628,11 +745,17 @@ func (r *Registry) engage(ctx context.Context, m *member, gen uint64, cfg *rest.
 		if stop != nil {
 			stop()
 		}
-		log.Error(err, "Engaging the member; trying again at its next health check")
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		if m.gen == gen {
-			m.engaging = false
+		if m.gen != gen {
+			return
+		}
+		m.engaging = false
+		// Tried again at every health check: said once, until the reason changes.
+		if msg := err.Error(); msg != m.engageErr {
+			m.engageErr = msg
+			log.Info("Could not engage the member; the hub tries again at each health check and logs again only if the reason changes",
+				"reason", msg)
 		}
 	}
 	select {
@@ -723,6 +846,7 @@ func (r *Registry) engage(ctx context.Context, m *member, gen uint64, cfg *rest.
 	rescoped := m.cluster != nil
 	m.cluster, m.stopCl, m.engaging = cl, stop, false
 	m.built, m.watched, m.denied = want, watched, denied
+	m.engageErr = ""
 	log.Info("Engaged the member", "namespaces", watchedNames(watched), "denied", denied)
 	r.setState(m, State{Phase: PhaseReady, Reason: fedv1alpha1.ReasonConnected, Message: "the member answers the hub's health checks"})
 	if rescoped && r.changed != nil {

@@ -41,6 +41,10 @@ func TestRegistry(t *testing.T) {
 		{"uses one registration of a cluster", testTheRegistryUsesOneRegistrationOfACluster},
 		{"reports refused credentials", testTheRegistryReportsRefusedCredentials},
 		{"a hanging member delays no other", testAHangingMemberDelaysNoOther},
+		{"an expired token is reported as expired", testAnExpiredTokenIsReportedAsExpired},
+		{"a rotated token is used at the next check", testARotatedTokenIsUsedAtTheNextCheck},
+		{"a missing namespace is named", testAMissingNamespaceIsNamed},
+		{"a member without fluxfed is not ready and says why", testAMemberWithoutFluxfedIsNotReadyAndSaysWhy},
 	} {
 		t.Run(tt.name, func(t *testing.T) { tt.test(t, envs[0], envs[1]) })
 	}

@@ -88,6 +88,33 @@ func WantedScope(mc *fedv1alpha1.MemberCluster, roots []fluxv1alpha2.MiniCluster
 	return NewScope(ns...)
 }
 
+// LentNamespaces returns the namespaces of the member mc registers whose existence its health
+// check reports on: those roots burst into, as the member's policy allows, and those
+// spec.namespaces lists. Namespaces the hub only keeps objects to delete in are not among them.
+func LentNamespaces(mc *fedv1alpha1.MemberCluster, roots []fluxv1alpha2.MiniCluster) []string {
+	var ns []string
+	for i := range roots {
+		root := &roots[i]
+		if root.IsBurstChild() {
+			continue
+		}
+		for _, b := range root.Spec.Flux.Bursting.Clusters {
+			if b.Cluster != mc.Name {
+				continue
+			}
+			if child := bursting.ChildNamespace(root, b); policy.Namespace(mc.Spec.Namespaces, root.Namespace, child) == nil {
+				ns = append(ns, child)
+			}
+		}
+	}
+	if mc.Spec.Namespaces.Allow == fedv1alpha1.NamespaceAllowListed {
+		for _, n := range mc.Spec.Namespaces.Names {
+			ns = append(ns, string(n))
+		}
+	}
+	return NewScope(ns...).Namespaces
+}
+
 // mayHold reports whether the hub may ever have pushed to namespace: not one of the namespaces
 // never targeted, and a namespace name. A status that says otherwise was not written by the hub.
 func mayHold(namespace string) bool {

@@ -21,10 +21,12 @@ import (
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.kubernetesVersion`,description="Kubernetes version of the member"
 // +kubebuilder:printcolumn:name="Nodes",type=integer,JSONPath=`.status.nodes`,description="Nodes of the member"
 // +kubebuilder:printcolumn:name="Children",type=integer,JSONPath=`.status.children`,description="Child MiniClusters the hub keeps on the member"
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,description="Why the member is, or is not, ready"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1,description="Why the member is, or is not, ready"
+// +kubebuilder:printcolumn:name="Fluxfed",type=string,JSONPath=`.status.conditions[?(@.type=="FluxfedInstalled")].reason`,priority=1,description="Whether fluxfed runs on the member, as far as the hub can tell"
+// +kubebuilder:printcolumn:name="Credentials",type=string,JSONPath=`.status.conditions[?(@.type=="CredentialsValid")].reason`,priority=1,description="Whether the kubeconfig's credentials last another day"
 // +kubebuilder:printcolumn:name="Cluster-ID",type=string,JSONPath=`.status.clusterID`,priority=1,description="UID of the member's kube-system namespace"
-// +kubebuilder:printcolumn:name="Heartbeat",type=date,JSONPath=`.status.lastHeartbeatTime`,priority=1,description="When the member last answered, as recorded"
+// +kubebuilder:printcolumn:name="Heartbeat",type=date,JSONPath=`.status.lastHeartbeatTime`,priority=1,description="When the member last answered, as recorded once a minute: under a minute and a health interval old while it answers"
 type MemberCluster struct {
 	metav1.TypeMeta `json:",inline"`
 
@@ -202,7 +204,8 @@ type MemberClusterStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// conditions describe the member's state: Ready is True when the hub reaches the member
-	// with the kubeconfig and may use it.
+	// with the kubeconfig and may use it; FluxfedInstalled, NamespacesAvailable and
+	// CredentialsValid say what the member lacks, if anything.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -231,7 +234,8 @@ type MemberClusterStatus struct {
 	Children int32 `json:"children"`
 
 	// lastHeartbeatTime is when the member last answered the hub's health check, as recorded:
-	// the hub checks every few seconds but records an unchanged member at most once a minute.
+	// the hub checks every few seconds but records an unchanged member once a minute, so on a
+	// member that answers it is less than a minute and one health interval old.
 	// +optional
 	LastHeartbeatTime *metav1.Time `json:"lastHeartbeatTime,omitempty"`
 
@@ -290,9 +294,27 @@ type OrphanObject struct {
 	UID string `json:"uid,omitempty"`
 }
 
-// ConditionReady is the condition type of a MemberCluster that is True when the hub reaches the
-// member and may use it.
-const ConditionReady = "Ready"
+// Condition types of a MemberCluster.
+const (
+	// ConditionReady is True when the hub reaches the member and may use it.
+	ConditionReady = "Ready"
+	// ConditionFluxfedInstalled is True when the member serves the MiniCluster API
+	// (CustomResourceDefinition miniclusters.flux-framework.org), so that the hub can push
+	// children there, and no child shows that fluxfed's manager there is not running. It is
+	// False when the CRD is missing (and Ready is then False too, reason FluxfedMissing), or
+	// when a child the hub pushed was never reconciled by the member's manager.
+	ConditionFluxfedInstalled = "FluxfedInstalled"
+	// ConditionNamespacesAvailable is True when every namespace of the member that roots burst
+	// into, and every namespace of spec.namespaces.names, can be used by the hub: it exists and
+	// is lent to the hub (or the hub may create it, spec.namespaces.create). False names the
+	// namespaces that cannot.
+	ConditionNamespacesAvailable = "NamespacesAvailable"
+	// ConditionCredentialsValid is True while the kubeconfig's credentials are valid for more
+	// than a day, as far as the hub can read their expiry (the exp claim of a bearer token, read
+	// without verifying it, or the end of a client certificate's validity). False warns that they expire within a day, or have expired; a
+	// Warning event is recorded when they enter that window.
+	ConditionCredentialsValid = "CredentialsValid"
+)
 
 // Reasons of the Ready condition of a MemberCluster, in CamelCase as metav1.Condition requires.
 const (
@@ -305,8 +327,12 @@ const (
 	// ReasonUnreachable (Ready=False): the member's API server did not answer the health check
 	// in time, or answered with a server error; the message says what happened.
 	ReasonUnreachable = "Unreachable"
-	// ReasonAccessDenied (Ready=False): the member answered, but refused the kubeconfig's
-	// credentials (401 or 403).
+	// ReasonCredentialsRefused (Ready=False): the member did not accept the kubeconfig's
+	// credentials (401 Unauthorized): they expired, were revoked, or are not the member's. The
+	// message says when a token expired, and how to mint a new one.
+	ReasonCredentialsRefused = "CredentialsRefused"
+	// ReasonAccessDenied (Ready=False): the member accepted the kubeconfig's credentials but
+	// its RBAC forbids what the health check reads (403).
 	ReasonAccessDenied = "AccessDenied"
 	// ReasonKubeconfigNotFound (Ready=False): the Secret, or its key, does not exist.
 	ReasonKubeconfigNotFound = "KubeconfigNotFound"
@@ -316,4 +342,56 @@ const (
 	// ReasonDuplicateCluster (Ready=False): the kubeconfig leads to a cluster that another
 	// MemberCluster, registered first, already names; this one is never used.
 	ReasonDuplicateCluster = "DuplicateCluster"
+	// ReasonFluxfedMissing (Ready=False, and FluxfedInstalled=False): the member answers but
+	// does not serve the MiniCluster API: fluxfed is not installed there, and no burst can be
+	// pushed there until it is.
+	ReasonFluxfedMissing = "FluxfedMissing"
+)
+
+// Reasons of the FluxfedInstalled condition of a MemberCluster.
+const (
+	// ReasonFluxfedAnswering (FluxfedInstalled=True): the member serves the MiniCluster API and
+	// its manager has reconciled the children the hub pushed there.
+	ReasonFluxfedAnswering = "ManagerAnswering"
+	// ReasonCRDInstalled (FluxfedInstalled=True): the member serves the MiniCluster API; whether
+	// its manager runs shows only once the hub pushed a child there, since the hub may not read
+	// the member's Deployments.
+	ReasonCRDInstalled = "CRDInstalled"
+	// ReasonManagerNotAnswering (FluxfedInstalled=False): a child the hub pushed to the member
+	// has not been reconciled by the member's fluxfed manager within a few minutes: it is not
+	// installed, not running, or stuck.
+	ReasonManagerNotAnswering = "ManagerNotAnswering"
+	// ReasonNotChecked (Unknown): the hub has not checked this yet, or cannot now (the member
+	// does not answer, or refuses the hub's credentials).
+	ReasonNotChecked = "NotChecked"
+)
+
+// Reasons of the NamespacesAvailable condition of a MemberCluster.
+const (
+	// ReasonNamespacesAvailable (NamespacesAvailable=True): every namespace roots use exists
+	// and is lent to the hub, or the hub may create it.
+	ReasonNamespacesAvailable = "NamespacesAvailable"
+	// ReasonNamespaceMissing (NamespacesAvailable=False): a namespace does not exist on the
+	// member and the hub may not create it (spec.namespaces.create is false).
+	ReasonNamespaceMissing = "NamespaceMissing"
+	// ReasonNamespaceNotLent (NamespacesAvailable=False): the hub's identity on the member may
+	// not use a namespace: it does not exist, or the member's owner has not bound ClusterRole
+	// fluxfed-hub-burst there. The hub may not read namespaces on the member, so it cannot tell
+	// which; the message says so.
+	ReasonNamespaceNotLent = "NamespaceNotLent"
+)
+
+// Reasons of the CredentialsValid condition of a MemberCluster.
+const (
+	// ReasonExpiresLater (CredentialsValid=True): the kubeconfig's token or client certificate
+	// expires in more than a day; the message says when.
+	ReasonExpiresLater = "ExpiresLater"
+	// ReasonNoExpiry (CredentialsValid=True): the kubeconfig's credentials carry no expiry the
+	// hub can read (a token that is not a JWT or has no exp claim, or no credentials at all).
+	ReasonNoExpiry = "NoExpiry"
+	// ReasonExpiresSoon (CredentialsValid=False): the kubeconfig's credentials expire within a
+	// day; the message says when and how to mint new ones.
+	ReasonExpiresSoon = "ExpiresSoon"
+	// ReasonExpired (CredentialsValid=False): the kubeconfig's credentials have expired.
+	ReasonExpired = "Expired"
 )
