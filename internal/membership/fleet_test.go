@@ -54,9 +54,19 @@ func TestAddListRemoveOnTheLocalClusters(t *testing.T) {
 	require.Equal(t, string(system.UID), res.ClusterID)
 	require.WithinDuration(t, time.Now().Add(membership.DefaultTokenTTL), res.TokenExpires, time.Hour)
 	for _, step := range []string{"cluster ID", "installed access from deploy/member-access (ServiceAccount fluxfed-system/fluxfed-hub",
-		"lent namespace research", "minted a token", "built a kubeconfig", "created Secret fluxfed-system/member-a-kubeconfig and MemberCluster member-a", "Ready after"} {
+		"lent namespace research", "minted a token", "built a kubeconfig", "created Secret fluxfed-system/member-a-kubeconfig and MemberCluster member-a",
+		"waiting up to 2m0s for the hub to report it Ready", "Ready after",
+		"data path: could not check: no lead broker endpoint to check: the hub exposes one per root that bursts",
+		"next: burst a root onto it: in examples/bursting-root.yaml, set cluster: member-a on a burst of spec.flux.bursting.clusters, then\n",
+		"  kubectl apply -n research -f examples/bursting-root.yaml\n", "  fluxfed status bursting-root -n research\n"} {
 		require.Contains(t, out.String(), "member-a: "+step)
 	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "fluxfed-system", Name: "fluxfed-hub"}}
+	require.True(t, exists(t, memberClient, sa))
+	require.Equal(t, membership.ManagedByCLI, sa.Labels[membership.LabelManagedBy], "what member add creates says so, for the chart to see")
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "research", Name: "fluxfed-hub-burst"}}
+	require.True(t, exists(t, memberClient, rb))
+	require.Equal(t, membership.ManagedByCLI, rb.Labels[membership.LabelManagedBy])
 	mc := &fedv1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: "member-a"}}
 	require.True(t, exists(t, hubClient, mc))
 	require.Equal(t, string(system.UID), mc.Status.ClusterID)
@@ -89,10 +99,15 @@ func TestAddListRemoveOnTheLocalClusters(t *testing.T) {
 	require.Equal(t, fedv1alpha1.ReasonConnected, rows[0].Reason)
 	require.Equal(t, string(system.UID), rows[0].ClusterID)
 	var table bytes.Buffer
-	require.NoError(t, membership.Print(&table, rows, time.Now()))
-	t.Logf("member list:\n%s", table.String())
-	require.Regexp(t, `NAME\s+READY\s+VERSION\s+NODES\s+CHILDREN\s+REASON\s+CLUSTER-ID\s+HEARTBEAT\n`+
-		`member-a\s+True\s+v1\.\d+\.\d+\s+2\s+0\s+Connected\s+`+string(system.UID), table.String())
+	require.NoError(t, membership.Print(&table, rows, time.Now(), membership.FormatWide))
+	t.Logf("member list -o wide:\n%s", table.String())
+	require.Regexp(t, `NAME\s+READY\s+REASON\s+VERSION\s+NODES\s+CHILDREN\s+HEARTBEAT\s+CLUSTER-ID\s+NAMESPACES\n`+
+		`member-a\s+True\s+Connected\s+v1\.\d+\.\d+\s+2\s+0\s+\S+\s+`+string(system.UID), table.String())
+	table.Reset()
+	require.NoError(t, membership.Print(&table, rows, time.Now(), membership.FormatYAML))
+	require.Contains(t, table.String(), "kind: MemberCluster\n")
+	require.Contains(t, table.String(), "clusterID: "+string(system.UID))
+	require.NotContains(t, table.String(), "managedFields")
 
 	// A root that bursts onto member-a, into the lent namespace.
 	require.NoError(t, hubClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "research"}}))

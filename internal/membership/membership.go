@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -22,11 +21,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -122,6 +119,29 @@ type Options struct {
 	// Wait is how long to wait for the hub to report the member Ready; default DefaultWait,
 	// negative not to wait.
 	Wait time.Duration
+	// HubContext and MemberContext name the kubeconfig contexts of Hub and Member, for the
+	// messages ("" for the current context).
+	HubContext, MemberContext string
+	// ReachTimeout bounds the first request to each cluster; default DefaultReachTimeout.
+	ReachTimeout time.Duration
+	// UnreachableGrace is how long a member the hub reports Unreachable is waited for before
+	// Add gives up on it; default DefaultUnreachableGrace.
+	UnreachableGrace time.Duration
+	// DryRun reads both clusters and checks everything Add would check, then says what it
+	// would create, and creates nothing. With Output "yaml" or "json" it also prints the
+	// objects (the kubeconfig with a placeholder instead of a token).
+	DryRun bool
+	Output string
+	// CheckEndpoints are the lead broker endpoints (HOST:PORT) the data-path check greets from
+	// a pod on the member; the endpoints the hub advertises for its roots now are added.
+	CheckEndpoints []string
+	// SkipDataPathCheck skips the data-path check.
+	SkipDataPathCheck bool
+	// CheckImage is the image of the check's pod; default the image of the member's fluxfed
+	// manager (Deployment fluxfed-system/fluxfed-manager).
+	CheckImage string
+	// CheckTimeout bounds the data-path check; default DefaultCheckTimeout.
+	CheckTimeout time.Duration
 	// Out receives one line per step; nothing when nil.
 	Out io.Writer
 }
@@ -138,6 +158,11 @@ type Result struct {
 	Ready time.Time
 	// Elapsed is the time from the start of Add to Ready (or to its end, without waiting).
 	Elapsed time.Duration
+	// Chart is true when Add used the hub's identity that the Helm chart installed on the
+	// member.
+	Chart bool
+	// DataPath is what the data-path check found.
+	DataPath DataPath
 }
 
 // ErrAlreadyRegistered is returned (wrapped) when the member, or its name, is registered on the
@@ -150,16 +175,6 @@ var ErrChildrenRemain = errors.New("children of a hub remain on the member")
 
 // SecretName is the name of the kubeconfig Secret of the member called name.
 func SecretName(name string) string { return name + "-kubeconfig" }
-
-// Config returns the configuration of a context of a kubeconfig, as kubectl would: path ""
-// follows $KUBECONFIG and ~/.kube/config, and context "" is the current context. It is how
-// `fluxfed member` reads --kubeconfig, --hub-context and --member-context.
-func Config(path, kubeContext string) (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = path
-	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
-		&clientcmd.ConfigOverrides{CurrentContext: kubeContext}).ClientConfig()
-}
 
 // scheme has the Kubernetes types and fluxfed's.
 func scheme() (*k8sruntime.Scheme, error) {
@@ -253,7 +268,27 @@ func (o *Options) defaults() error {
 	if o.Wait == 0 {
 		o.Wait = DefaultWait
 	}
-	return nil
+	if o.ReachTimeout <= 0 {
+		o.ReachTimeout = DefaultReachTimeout
+	}
+	if o.UnreachableGrace <= 0 {
+		o.UnreachableGrace = DefaultUnreachableGrace
+	}
+	if o.CheckTimeout <= 0 {
+		o.CheckTimeout = DefaultCheckTimeout
+	}
+	switch o.Output {
+	case "", "yaml", "json":
+	default:
+		return fmt.Errorf("output %q: want yaml or json", o.Output)
+	}
+	if o.Output != "" && !o.DryRun {
+		return errors.New("printing the objects (yaml or json) is for a dry run: add --dry-run")
+	}
+	if o.SkipDataPathCheck && len(o.CheckEndpoints) > 0 {
+		return errors.New("skipping the data-path check and naming endpoints to check contradict each other: drop one")
+	}
+	return ValidateEndpoints(o.CheckEndpoints)
 }
 
 // accessDirs are the kustomizations of deploy/ that Add applies.
@@ -285,141 +320,6 @@ func accessObjects(dirs []string) ([]*unstructured.Unstructured, error) {
 		}
 	}
 	return objs, nil
-}
-
-// Add registers a member on the hub, as the package documentation says, printing each step on
-// o.Out. It refuses a member whose name or cluster is registered already (ErrAlreadyRegistered)
-// before changing anything. When waiting fails, what was created stays: the error says so, and
-// Remove undoes it.
-func Add(ctx context.Context, o Options) (*Result, error) {
-	start := time.Now()
-	if err := o.defaults(); err != nil {
-		return nil, err
-	}
-	p := printer{out: o.Out, name: o.Name}
-	hubClient, err := newClient(o.Hub)
-	if err != nil {
-		return nil, fmt.Errorf("the hub: %w", err)
-	}
-	memberClient, err := newClient(o.Member)
-	if err != nil {
-		return nil, fmt.Errorf("the member: %w", err)
-	}
-	memberSet, err := kubernetes.NewForConfig(o.Member)
-	if err != nil {
-		return nil, fmt.Errorf("the member: %w", err)
-	}
-
-	// Who the member is, and whether the hub knows it.
-	id, err := clusterID(ctx, memberSet)
-	if err != nil {
-		return nil, fmt.Errorf("reading the member's cluster ID: %w", err)
-	}
-	if err := refuseRegistered(ctx, hubClient, o.Name, id, o.MemberServer, o.Namespace); err != nil {
-		return nil, err
-	}
-	p.say("cluster ID %s, not registered on the hub", id)
-	res := &Result{ClusterID: id}
-
-	// The hub's identity on the member.
-	objs, err := accessObjects(o.accessDirs())
-	if err != nil {
-		return nil, err
-	}
-	var installed []string
-	for _, obj := range objs {
-		if err := memberClient.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
-			return nil, fmt.Errorf("installing %s on the member: %w", describe(obj), err)
-		}
-		if obj.GetKind() != "Namespace" {
-			installed = append(installed, describe(obj))
-		}
-	}
-	p.say("installed access from deploy/%s (%s)", strings.Join(o.accessDirs(), " and deploy/"), strings.Join(installed, ", "))
-	for _, ns := range o.Lend {
-		if err := lend(ctx, memberClient, ns); err != nil {
-			return nil, err
-		}
-		p.say("lent namespace %s (RoleBinding %s/%s of ClusterRole %s)", ns, ns, BurstRoleBinding, BurstRole)
-	}
-
-	// Its credential, and the kubeconfig the hub will use.
-	token, expires, err := mint(ctx, memberSet, o)
-	if err != nil {
-		return nil, err
-	}
-	res.TokenExpires = expires
-	if expires.IsZero() {
-		p.say("took the token of Secret %s/%s, which never expires: delete the Secret to revoke it", AccessNamespace, TokenSecret)
-	} else {
-		p.say("minted a token for ServiceAccount %s/%s, expiring %s (in %s): replace the kubeconfig Secret before then",
-			AccessNamespace, ServiceAccount, expires.UTC().Format(time.RFC3339), lifetime(time.Until(expires)))
-	}
-	kubeconfig, err := buildKubeconfig(o, token)
-	if err != nil {
-		return nil, err
-	}
-	hubView, err := members.Check(kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("the kubeconfig built for the hub: %w", err)
-	}
-	if o.MemberServer == o.Member.Host {
-		// Reach the member as the hub will: with the token only.
-		asHub, err := kubernetes.NewForConfig(hubView)
-		if err != nil {
-			return nil, err
-		}
-		var seen string
-		if err := retry(ctx, 10*time.Second, func() error {
-			seen, err = clusterID(ctx, asHub)
-			return err
-		}); err != nil {
-			return nil, fmt.Errorf("the member refuses the hub's kubeconfig: %w", err)
-		}
-		if seen != id {
-			return nil, fmt.Errorf("the hub's kubeconfig reaches cluster %s, not %s", seen, id)
-		}
-		p.say("built a kubeconfig for %s with the CA and the token inline; as the hub, it reads the same cluster ID", o.MemberServer)
-	} else {
-		p.say("built a kubeconfig for %s with the CA and the token inline (not tried from here: the hub reaches the member at another address)", o.MemberServer)
-	}
-
-	// The registration on the hub.
-	secret := corev1ac.Secret(SecretName(o.Name), o.Namespace).
-		WithType(corev1.SecretTypeOpaque).
-		WithLabels(map[string]string{"app.kubernetes.io/managed-by": FieldManager}).
-		WithData(map[string][]byte{KubeconfigKey: kubeconfig})
-	if err := hubClient.Apply(ctx, secret, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
-		return nil, fmt.Errorf("creating the kubeconfig Secret on the hub: %w", err)
-	}
-	mc, err := memberCluster(o)
-	if err != nil {
-		return nil, err
-	}
-	if err := hubClient.Apply(ctx, client.ApplyConfigurationFromUnstructured(mc), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
-		return nil, fmt.Errorf("creating the MemberCluster on the hub: %w", err)
-	}
-	res.Registered = time.Now()
-	p.say("created Secret %s/%s and MemberCluster %s on the hub (namespaces: allow %s%s, pod security %s)",
-		o.Namespace, SecretName(o.Name), o.Name, o.Allow, listed(o), o.PodSecurity)
-
-	if o.Wait < 0 {
-		res.Elapsed = time.Since(start)
-		return res, nil
-	}
-	got, err := waitReady(ctx, hubClient, o.Name, o.Wait)
-	if err != nil {
-		return res, fmt.Errorf("%w (what was created stays: fluxfed member remove %s undoes it)", err, o.Name)
-	}
-	res.Ready = time.Now()
-	res.Elapsed = res.Ready.Sub(start)
-	nodes := "nodes unknown"
-	if got.Status.Nodes != nil {
-		nodes = fmt.Sprintf("%d nodes", *got.Status.Nodes)
-	}
-	p.say("Ready after %v (%v since member add began): %s, %s",
-		res.Ready.Sub(res.Registered).Round(10*time.Millisecond), res.Elapsed.Round(10*time.Millisecond), got.Status.KubernetesVersion, nodes)
-	return res, nil
 }
 
 // lifetime says how long a token lasts: in days from two days on, else in minutes.
@@ -506,18 +406,64 @@ func orUnknown(s string) string {
 	return s
 }
 
-// lend creates namespace ns on the member if missing, and binds ClusterRole fluxfed-hub-burst
-// there to the hub's ServiceAccount.
-func lend(ctx context.Context, c client.Client, ns string) error {
-	err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating namespace %s on the member: %w", ns, err)
+// lending is what lending a namespace to the hub finds and does on the member.
+type lending struct {
+	ns string
+	// nsMissing: the namespace does not exist (lend creates it).
+	nsMissing bool
+	// helm names the Helm release whose RoleBinding lends it already; lend leaves it alone.
+	helm string
+	// bound: a RoleBinding fluxfed-hub-burst existed there already.
+	bound bool
+}
+
+// lendingOf reads what lending ns finds on the member.
+func lendingOf(ctx context.Context, c client.Client, ns string) (lending, error) {
+	l := lending{ns: ns}
+	switch err := c.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}); {
+	case apierrors.IsNotFound(err):
+		l.nsMissing = true
+		return l, nil
+	case err != nil:
+		return l, fmt.Errorf("reading namespace %s on the member: %w", ns, err)
 	}
-	rb := rbacv1ac.RoleBinding(BurstRoleBinding, ns).
+	rb := &rbacv1.RoleBinding{}
+	switch err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: BurstRoleBinding}, rb); {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return l, fmt.Errorf("reading RoleBinding %s/%s on the member: %w", ns, BurstRoleBinding, err)
+	default:
+		l.bound = true
+		if release, helm := installedByHelm(rb); helm {
+			l.helm = release
+			if l.helm == "" {
+				l.helm = "a Helm release"
+			}
+		}
+	}
+	return l, nil
+}
+
+// burstRoleBinding is the RoleBinding that lends namespace ns to the hub.
+func burstRoleBinding(ns string) *rbacv1ac.RoleBindingApplyConfiguration {
+	return rbacv1ac.RoleBinding(BurstRoleBinding, ns).
+		WithLabels(map[string]string{LabelManagedBy: ManagedByCLI}).
 		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("ClusterRole").WithName(BurstRole)).
 		WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithNamespace(AccessNamespace).WithName(ServiceAccount))
-	if err := c.Apply(ctx, rb, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
-		return fmt.Errorf("lending namespace %s: %w", ns, err)
+}
+
+// lend creates namespace ns on the member if missing, and binds ClusterRole fluxfed-hub-burst
+// there to the hub's ServiceAccount, unless Helm's chart bound it already.
+func lend(ctx context.Context, c client.Client, l lending) error {
+	if l.helm != "" {
+		return nil
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: l.ns, Labels: map[string]string{LabelManagedBy: ManagedByCLI}}}
+	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s on the member: %w", l.ns, err)
+	}
+	if err := c.Apply(ctx, burstRoleBinding(l.ns), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("lending namespace %s: %w", l.ns, err)
 	}
 	return nil
 }
@@ -571,7 +517,7 @@ func buildKubeconfig(o Options, token string) ([]byte, error) {
 func memberCluster(o Options) (*unstructured.Unstructured, error) {
 	mc := &fedv1alpha1.MemberCluster{
 		TypeMeta:   metav1.TypeMeta{APIVersion: fedv1alpha1.GroupVersion.String(), Kind: "MemberCluster"},
-		ObjectMeta: metav1.ObjectMeta{Name: o.Name},
+		ObjectMeta: metav1.ObjectMeta{Name: o.Name, Labels: map[string]string{LabelManagedBy: ManagedByCLI}},
 		Spec: fedv1alpha1.MemberClusterSpec{
 			KubeconfigSecretRef: fedv1alpha1.KubeconfigSecretRef{Name: SecretName(o.Name), Key: KubeconfigKey},
 			Namespaces:          fedv1alpha1.MemberNamespaces{Allow: o.Allow, Create: o.CreateNamespaces},
@@ -591,40 +537,6 @@ func memberCluster(o Options) (*unstructured.Unstructured, error) {
 	unstructured.RemoveNestedField(u.Object, "status")
 	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
 	return u, nil
-}
-
-// failFast are the reasons of Ready=False that waiting does not change.
-var failFast = []string{fedv1alpha1.ReasonDuplicateCluster, fedv1alpha1.ReasonKubeconfigRefused}
-
-// waitReady waits until the hub reports MemberCluster name Ready.
-func waitReady(ctx context.Context, c client.Client, name string, timeout time.Duration) (*fedv1alpha1.MemberCluster, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	mc := &fedv1alpha1.MemberCluster{}
-	var last *metav1.Condition
-	for {
-		if err := c.Get(ctx, client.ObjectKey{Name: name}, mc); err != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return nil, err
-		}
-		cond := meta.FindStatusCondition(mc.Status.Conditions, fedv1alpha1.ConditionReady)
-		if cond != nil {
-			last = cond
-			if cond.Status == metav1.ConditionTrue {
-				return mc, nil
-			}
-			if cond.Status == metav1.ConditionFalse && slices.Contains(failFast, cond.Reason) {
-				return nil, fmt.Errorf("the hub will not use member %s: %s: %s", name, cond.Reason, cond.Message)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			if last == nil {
-				return nil, fmt.Errorf("the hub reported nothing of member %s within %v: does the hub run (fluxfed manager --hub)?", name, timeout)
-			}
-			return nil, fmt.Errorf("member %s not Ready within %v: Ready=%s, %s: %s", name, timeout, last.Status, last.Reason, last.Message)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
 }
 
 // retry calls f until it succeeds or timeout passes, and returns its last error.

@@ -134,14 +134,22 @@ func Remove(ctx context.Context, o RemoveOptions) error {
 		p.say("kept the hub's identity on the member")
 		return nil
 	}
+	chart, err := findChartIdentity(ctx, memberClient)
+	if err != nil {
+		return err
+	}
 	deleted, err := removeAccess(ctx, memberClient)
 	if err != nil {
 		return err
 	}
-	if len(deleted) == 0 {
-		p.say("nothing of the hub's access was left on the member")
-	} else {
+	switch {
+	case len(deleted) > 0:
 		p.say("removed access (%s)", strings.Join(deleted, ", "))
+	case chart == nil:
+		p.say("nothing of the hub's access was left on the member")
+	}
+	if chart != nil {
+		p.say("kept the hub's identity that %s installed on the member: helm uninstall removes it with fluxfed, or helm upgrade can drop memberAccess", chart)
 	}
 	return nil
 }
@@ -192,7 +200,8 @@ func sharedSecret(ctx context.Context, c client.Client, member, secret string) (
 
 // removeAccess deletes from the member what any of deploy/member-access* installs but the
 // namespace (fluxfed runs there), and the RoleBindings that lend namespaces to the hub's
-// ServiceAccount. It returns what it deleted.
+// ServiceAccount. What Helm installed (the chart's member mode) is left to Helm. It returns what
+// it deleted.
 func removeAccess(ctx context.Context, c client.Client) ([]string, error) {
 	var deleted []string
 	var rbs rbacv1.RoleBindingList
@@ -203,6 +212,9 @@ func removeAccess(ctx context.Context, c client.Client) ([]string, error) {
 		rb := &rbs.Items[i]
 		if rb.RoleRef.Kind != "ClusterRole" || rb.RoleRef.Name != BurstRole || !bindsHub(rb.Subjects) {
 			continue
+		}
+		if _, helm := installedByHelm(rb); helm {
+			continue // Helm's chart lent it: helm removes it
 		}
 		if err := client.IgnoreNotFound(c.Delete(ctx, rb)); err != nil {
 			return deleted, fmt.Errorf("deleting RoleBinding %s/%s on the member: %w", rb.Namespace, rb.Name, err)
@@ -224,7 +236,17 @@ func removeAccess(ctx context.Context, c client.Client) ([]string, error) {
 		target.SetGroupVersionKind(obj.GroupVersionKind())
 		target.SetNamespace(obj.GetNamespace())
 		target.SetName(obj.GetName())
-		err := c.Delete(ctx, target)
+		err := c.Get(ctx, client.ObjectKeyFromObject(target), target)
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return deleted, fmt.Errorf("reading %s on the member: %w", describe(obj), err)
+		}
+		if _, helm := installedByHelm(target); helm {
+			continue // Helm's chart installed it: helm removes it
+		}
+		err = c.Delete(ctx, target)
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
