@@ -114,9 +114,10 @@ func TestHubAndMemberAccessKustomizationsApplyWithServerSideDryRun(t *testing.T)
 	}
 	hubObjs := kustomize(t, "hub")
 	require.Equal(t, map[string]int{
-		"CustomResourceDefinition": 2, "Namespace": 1, "ServiceAccount": 1, "ClusterRole": 3,
-		// Leader election's, and the hub's for its ownership key.
-		"ClusterRoleBinding": 2, "Role": 2, "RoleBinding": 2, "Deployment": 1, "Service": 1,
+		"CustomResourceDefinition": 2, "Namespace": 1, "ServiceAccount": 1, "ClusterRole": 5,
+		// Leader election's, and the hub's for its ownership key; the gateway's reading of the
+		// API server's front-proxy settings, its Service and APIService.
+		"ClusterRoleBinding": 2, "Role": 2, "RoleBinding": 3, "Deployment": 1, "Service": 2, "APIService": 1,
 		"ValidatingAdmissionPolicy": 1, "ValidatingAdmissionPolicyBinding": 1,
 	}, kindsOf(hubObjs))
 	var crds []string

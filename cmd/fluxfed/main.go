@@ -5,6 +5,8 @@
 //	fluxfed manager [flags]      run the operator (--hub: also the bursting hub)
 //	fluxfed plan -f FILE         render a MiniCluster offline
 //	fluxfed status NAME          show a MiniCluster and its bursts across clusters
+//	fluxfed logs ROOT            print a broker's log, on the hub or a member, through the hub
+//	fluxfed exec ROOT -- CMD     run a command such as flux in a root's lead broker, through the hub
 //	fluxfed version              print the version
 //	fluxfed completion SHELL     print a shell completion script
 package main
@@ -23,6 +25,9 @@ import (
 
 func main() {
 	if err := runWithSignals(os.Args[1:]); err != nil {
+		if code := exitCode(err); code != 1 {
+			os.Exit(code) // the status of a command that fluxfed exec ran, which said why itself
+		}
 		fmt.Fprintln(os.Stderr, "fluxfed:", err)
 		os.Exit(1)
 	}
@@ -65,7 +70,7 @@ func newRootCommand() *cobra.Command {
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetFlagErrorFunc(flagError)
 	root.SetUsageFunc(usage)
-	root.AddCommand(newManagerCommand(), newPlanCommand(), newStatusCommand(), newMemberCommand(), newVersionCommand())
+	root.AddCommand(newManagerCommand(), newPlanCommand(), newStatusCommand(), newLogsCommand(), newExecCommand(), newMemberCommand(), newVersionCommand())
 	return root
 }
 

@@ -66,9 +66,10 @@ func TestReleaseManifestsApplyWithServerSideDryRun(t *testing.T) {
 	}
 	require.Equal(t, single, kinds(manifests["fluxfed.yaml"]))
 	require.Equal(t, map[string]int{
-		"Namespace": 1, "CustomResourceDefinition": 2, "ServiceAccount": 1, "ClusterRole": 3, "ClusterRoleBinding": 2,
-		// Leader election's, and the hub's for its ownership key.
-		"Role": 2, "RoleBinding": 2, "Service": 1, "Deployment": 1,
+		"Namespace": 1, "CustomResourceDefinition": 2, "ServiceAccount": 1, "ClusterRole": 5, "ClusterRoleBinding": 2,
+		// Leader election's, and the hub's for its ownership key; the gateway's reading of the
+		// API server's front-proxy settings in kube-system.
+		"Role": 2, "RoleBinding": 3, "Service": 2, "Deployment": 1, "APIService": 1,
 		"ValidatingAdmissionPolicy": 1, "ValidatingAdmissionPolicyBinding": 1,
 	}, kinds(manifests["fluxfed-hub.yaml"]))
 	require.Equal(t, map[string]int{

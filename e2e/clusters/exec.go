@@ -56,3 +56,29 @@ func (c *Cluster) ExecLocally(ctx context.Context, namespace, name, dir string, 
 	}
 	return nil
 }
+
+// kwokLogs is kwok's Logs resource, which local clusters install (kwok-logs-crd.yaml).
+var kwokLogs = schema.GroupVersionResource{Group: "kwok.x-k8s.io", Version: "v1alpha1", Resource: "logs"}
+
+// LogsLocally makes `kubectl logs` of every container of the pod namespace/name of a local
+// cluster print the file at path on this machine (kwok's server reads it), following it when
+// follow is set. The pod need not exist yet.
+func (c *Cluster) LogsLocally(ctx context.Context, namespace, name, path string, follow bool) error {
+	if c.KindName != "" {
+		return fmt.Errorf("cluster %s runs real containers: their logs are theirs", c.Name)
+	}
+	dyn, err := dynamic.NewForConfig(c.Config)
+	if err != nil {
+		return err
+	}
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": kwokLogs.GroupVersion().String(),
+		"kind":       "Logs",
+		"metadata":   map[string]any{"name": name, "namespace": namespace},
+		"spec":       map[string]any{"logs": []any{map[string]any{"logsFile": path, "follow": follow}}},
+	}}
+	if _, err := dyn.Resource(kwokLogs).Namespace(namespace).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("cluster %s: the logs rule of pod %s/%s: %w", c.Name, namespace, name, err)
+	}
+	return nil
+}

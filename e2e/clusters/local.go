@@ -236,6 +236,15 @@ func (l *localProvider) up(ctx context.Context, env *Environment, c *Cluster) er
 				// What answers there is kwok (see kubeletEndpoint), with a certificate of the
 				// cluster's CA: the API server checks it as it would check a kubelet's.
 				"--kubelet-certificate-authority=" + files.CACert,
+				// Aggregated APIs (the hub's gateway): the API server forwards the user it
+				// authenticated in these headers, over a connection of the proxy certificate.
+				"--requestheader-client-ca-file=" + files.CACert,
+				"--requestheader-allowed-names=" + frontProxyClient,
+				"--requestheader-username-headers=X-Remote-User",
+				"--requestheader-group-headers=X-Remote-Group",
+				"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+				"--proxy-client-cert-file=" + files.ProxyClientCert,
+				"--proxy-client-key-file=" + files.ProxyClientKey,
 				"--profiling=false",
 			},
 		}, nil
@@ -294,7 +303,7 @@ func (l *localProvider) up(ctx context.Context, env *Environment, c *Cluster) er
 			"--server-address=" + kwokServer,
 			"--tls-cert-file=" + files.KubeletCert,
 			"--tls-private-key-file=" + files.KubeletKey,
-			"--enable-crds=Exec",
+			"--enable-crds=Exec,Logs",
 		},
 	}} {
 		spec.dir, spec.log = c.Dir, logPath(spec.component)
@@ -333,7 +342,10 @@ func (l *localProvider) serveKubeletEndpoint(c *Cluster, plan addressPlan, kwokS
 //go:embed kwok-exec-crd.yaml
 var kwokExecCRD []byte
 
-// installKwokExec installs kwok's Exec resource before kwok starts to watch it.
+//go:embed kwok-logs-crd.yaml
+var kwokLogsCRD []byte
+
+// installKwokExec installs kwok's Exec and Logs resources before kwok starts to watch them.
 func installKwokExec(ctx context.Context, c *Cluster) error {
 	cfg, err := restConfig(c.Kubeconfig)
 	if err != nil {
@@ -343,12 +355,22 @@ func installKwokExec(ctx context.Context, c *Cluster) error {
 	if err != nil {
 		return err
 	}
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.UnmarshalStrict(kwokExecCRD, crd); err != nil {
-		return fmt.Errorf("kwok's Exec resource: %w", err)
+	for _, data := range [][]byte{kwokExecCRD, kwokLogsCRD} {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.UnmarshalStrict(data, crd); err != nil {
+			return fmt.Errorf("kwok's resource: %w", err)
+		}
+		if err := installEstablished(ctx, c, cs, crd); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// installEstablished creates crd and waits until it is established.
+func installEstablished(ctx context.Context, c *Cluster, cs apiextensionsclient.Interface, crd *apiextensionsv1.CustomResourceDefinition) error {
 	if _, err := cs.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("cluster %s: installing kwok's Exec resource: %w", c.Name, err)
+		return fmt.Errorf("cluster %s: installing kwok's %s resource: %w", c.Name, crd.Spec.Names.Kind, err)
 	}
 	for {
 		got, err := cs.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
@@ -362,7 +384,7 @@ func installKwokExec(ctx context.Context, c *Cluster) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("cluster %s: kwok's Exec resource is not established: %w", c.Name, ctx.Err())
+			return fmt.Errorf("cluster %s: kwok's %s resource is not established: %w", c.Name, crd.Spec.Names.Kind, ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

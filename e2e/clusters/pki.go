@@ -21,6 +21,9 @@ import (
 const (
 	adminUser  = "fluxfed-e2e-admin"
 	adminGroup = "system:masters"
+	// frontProxyClient is the name of the certificate with which the API server forwards a
+	// request to an aggregated API (the hub's gateway), and the only one trusted to name a user.
+	frontProxyClient = "front-proxy-client"
 )
 
 // certValidity is long enough for clusters left up by `clusters up` for days.
@@ -34,6 +37,8 @@ type pki struct {
 	KubeletCert          []byte // kwok's serving certificate, for the nodes' kubelet endpoint
 	KubeletKey           []byte
 	AdminCert, AdminKey  []byte
+	ProxyClientCert      []byte // the API server's, when it forwards a request to an aggregated API
+	ProxyClientKey       []byte
 	ServiceAccountKey    []byte // private, signs service account tokens
 	ServiceAccountPubKey []byte // public, verifies them
 	caCert               *x509.Certificate
@@ -43,6 +48,7 @@ type pki struct {
 // pkiFiles are where a cluster's key material is written, for the components that read files.
 type pkiFiles struct {
 	CACert, ServingCert, ServingKey, KubeletCert, KubeletKey, ServiceAccountKey, ServiceAccountPubKey string
+	ProxyClientCert, ProxyClientKey                                                                   string
 }
 
 // newPKI creates a CA, a serving certificate for the API server valid for the loopback addresses,
@@ -93,6 +99,14 @@ func newPKI(clusterName string, serviceIP net.IP, nodeIPs []net.IP) (*pki, error
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	}, now); err != nil {
 		return nil, fmt.Errorf("issuing the administrator's client certificate: %w", err)
+	}
+	// Signed by the cluster's CA like every client certificate, but only its name is trusted to
+	// forward identities (--requestheader-allowed-names).
+	if p.ProxyClientCert, p.ProxyClientKey, err = p.leaf(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: frontProxyClient},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}, now); err != nil {
+		return nil, fmt.Errorf("issuing the front proxy's client certificate: %w", err)
 	}
 
 	saKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -166,6 +180,8 @@ func (p *pki) write(dir string) (pkiFiles, error) {
 		KubeletKey:           filepath.Join(dir, "kubelet.key"),
 		ServiceAccountKey:    filepath.Join(dir, "sa.key"),
 		ServiceAccountPubKey: filepath.Join(dir, "sa.pub"),
+		ProxyClientCert:      filepath.Join(dir, "front-proxy-client.crt"),
+		ProxyClientKey:       filepath.Join(dir, "front-proxy-client.key"),
 	}
 	for path, data := range map[string][]byte{
 		f.CACert:                     p.CACert,
@@ -176,6 +192,8 @@ func (p *pki) write(dir string) (pkiFiles, error) {
 		f.KubeletKey:                 p.KubeletKey,
 		f.ServiceAccountKey:          p.ServiceAccountKey,
 		f.ServiceAccountPubKey:       p.ServiceAccountPubKey,
+		f.ProxyClientCert:            p.ProxyClientCert,
+		f.ProxyClientKey:             p.ProxyClientKey,
 	} {
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			return pkiFiles{}, fmt.Errorf("writing %s: %w", path, err)

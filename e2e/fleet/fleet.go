@@ -15,14 +15,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -35,6 +38,7 @@ import (
 	"github.com/fluxfed/fluxfed/e2e/clusters"
 	"github.com/fluxfed/fluxfed/e2e/realflux"
 	"github.com/fluxfed/fluxfed/e2e/testenv"
+	"github.com/fluxfed/fluxfed/hub/gateway"
 )
 
 // Names of what the manifests install, and of the hub.
@@ -162,10 +166,19 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 		}
 	}
 
+	gatewayAddr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	if err := serveGatewayAt(ctx, f.Clients["hub"], gatewayAddr); err != nil {
+		return nil, err
+	}
+
 	logf("Starting the managers: fluxfed manager --hub on the hub, fluxfed manager on the members")
 	for _, c := range env.Clusters {
 		args := []string{"manager", "--leader-elect=false", "--metrics-bind-address=0"}
 		if c.Name == "hub" {
+			args = append(args, "--gateway-bind-address="+gatewayAddr)
 			// Everything here listens on loopback: the hub may dial nothing else.
 			args = append(args, "--hub", "--hub-name="+HubName, "--dial-allow=127.0.0.0/8",
 				// The stand-in flux (StartFlux) answers at once: the hub asks it often, so
@@ -304,6 +317,36 @@ func apply(ctx context.Context, c client.Client, dir string) error {
 		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner("fluxfed-e2e"), client.ForceOwnership); err != nil {
 			return fmt.Errorf("applying %s %s of deploy/%s: %w", o.GetKind(), o.GetName(), dir, err)
 		}
+	}
+	return nil
+}
+
+// serveGatewayAt points the hub's gateway APIService at addr, where the hub process serves it:
+// the Service deploy/hub installs selects the manager's pod, which is a process here, so it
+// becomes an ExternalName Service of the address, and the APIService takes its port.
+func serveGatewayAt(ctx context.Context, c client.Client, addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	portNumber, err := strconv.Atoi(port)
+	if err != nil {
+		return err
+	}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: "fluxfed-gateway"}}
+	if err := c.Delete(ctx, svc); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("replacing the gateway's Service: %w", err)
+	}
+	svc.Spec = corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: host}
+	if err := c.Create(ctx, svc); err != nil {
+		return fmt.Errorf("the gateway's Service, as the address %s: %w", host, err)
+	}
+	apiService := &unstructured.Unstructured{}
+	apiService.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiregistration.k8s.io", Version: "v1", Kind: "APIService"})
+	apiService.SetName(gateway.APIServiceName)
+	patch := fmt.Sprintf(`{"spec":{"service":{"port":%d}}}`, portNumber)
+	if err := c.Patch(ctx, apiService, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		return fmt.Errorf("pointing APIService %s at port %d: %w", gateway.APIServiceName, portNumber, err)
 	}
 	return nil
 }
