@@ -53,9 +53,9 @@ func testAMemberClusterReportsTheMember(t *testing.T, f *federation) {
 	require.NotNil(t, a.child(t, ns, "burst-a"))
 
 	// `kubectl get memberclusters` shows these columns, as the API server prints them.
-	require.Equal(t, []string{"Name", "Ready", "Version", "Nodes", "Children", "Age"},
+	require.Equal(t, []string{"Name", "Ready", "Version", "Nodes", "Children", "Reason", "Age"},
 		f.tableColumns(t, schema.GroupVersionResource{Group: fedv1alpha1.GroupName, Version: "v1alpha1", Resource: "memberclusters"}, 0))
-	require.Equal(t, []string{"Reason", "Cluster-ID", "Heartbeat"},
+	require.Equal(t, []string{"Fluxfed", "Credentials", "Cluster-ID", "Heartbeat"},
 		f.tableColumns(t, schema.GroupVersionResource{Group: fedv1alpha1.GroupName, Version: "v1alpha1", Resource: "memberclusters"}, 1))
 	require.Equal(t, []string{"Lead-Broker"},
 		f.tableColumns(t, schema.GroupVersionResource{Group: fluxv1alpha2.GroupName, Version: "v1alpha2", Resource: "miniclusters"}, 1))

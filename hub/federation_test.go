@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -221,7 +222,13 @@ func startFederationAs(t testing.TB, deployed bool, opts hub.Options, memberName
 
 	opts.Name = hubName
 	opts.MembersNamespace = membersNamespace
-	opts.Probe = f.probes.greet
+	if opts.Probe == nil {
+		opts.Probe = f.probes.greet
+	}
+	if opts.LeadAddressAllow == nil {
+		// The roots' expose.address is 127.0.0.1: envtest runs no pods.
+		opts.LeadAddressAllow = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+	}
 	if opts.Exec == nil {
 		opts.Exec = f.execs.run
 	}

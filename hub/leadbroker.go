@@ -1,15 +1,21 @@
 package hub
 
-// This file holds the pure part of exposing the lead broker.
+// This file holds the pure part of exposing the lead broker, and how the hub greets it.
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net"
+	"net/netip"
+	"strconv"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/bursting"
@@ -103,4 +109,83 @@ func AdvertisedEndpoint(mc *fluxv1alpha2.MiniCluster, svc *corev1.Service, node 
 		}
 	}
 	return bursting.Endpoint{}, fluxv1alpha2.ReasonAddressPending, fmt.Errorf("node %s has no IPv4 ExternalIP or InternalIP address", node.Name)
+}
+
+// LeadProbeBound is how long after the lead broker's advertised endpoint stops answering its
+// root says so (LeadBrokerReachable=False, NotAnswering), at most: the root is greeted again
+// every probe interval whether the endpoint answered or not, and a greeting may be one that
+// another root naming the same endpoint asked for up to an interval before (probe.Limiter); one
+// probe timeout more for the greeting that finds it closed.
+func LeadProbeBound(interval, timeout time.Duration) time.Duration {
+	return 2*interval + timeout
+}
+
+// greetLead greets the lead broker at l's endpoint. Whatever went wrong, the root's status says
+// only that no Flux broker answered there: the endpoint may be anything a user wrote in
+// spec.flux.bursting.expose.address, and a message that told a refused connection from a peer
+// that answered with something else would make the hub a port scanner for them. What happened
+// is logged for the hub's operator. An address a user wrote is greeted only inside the networks
+// of LeadAddressAllow.
+func (r *Reconciler) greetLead(ctx context.Context, l lead) error {
+	endpoint := net.JoinHostPort(l.endpoint.Address, strconv.Itoa(int(l.endpoint.Port)))
+	address := l.endpoint.Address
+	if l.reason == fluxv1alpha2.ReasonAddressOverridden {
+		checked, err := AllowedLeadAddress(ctx, r.opts.LeadAddressAllow, address)
+		if err != nil {
+			return fmt.Errorf("the hub did not greet %s (spec.flux.bursting.expose.address): %w; the bursts are told it anyway", endpoint, err)
+		}
+		// The address that was checked is the one dialled, not the name again.
+		address = checked.String()
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.opts.ProbeTimeout)
+	defer cancel()
+	if err := r.opts.Probe(ctx, address, l.endpoint.Port); err != nil {
+		ctrl.LoggerFrom(ctx).V(1).Info("Greeting the lead broker failed", "endpoint", endpoint, "error", err.Error())
+		return fmt.Errorf("no Flux broker answered at %s", endpoint)
+	}
+	return nil
+}
+
+// DefaultLeadAddressDeny are the networks a user-written lead broker address is never greeted
+// in when the hub's operator lists no networks (--lead-address-allow): the hub pod's own
+// loopback and link-local addresses (which include cloud metadata services), and unspecified
+// addresses. No member could reach a lead broker there anyway.
+var DefaultLeadAddressDeny = []netip.Prefix{
+	netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128"),
+	netip.MustParsePrefix("169.254.0.0/16"), netip.MustParsePrefix("fe80::/10"),
+	netip.MustParsePrefix("0.0.0.0/8"), netip.MustParsePrefix("::/128"),
+}
+
+// errLeadAddressRefused is the refusal of a user-written address outside the allowed networks.
+var errLeadAddressRefused = errors.New("it is outside the networks the hub's operator lets the hub greet (the hub's --lead-address-allow)")
+
+// AllowedLeadAddress resolves a user-written lead broker address and returns the address to
+// dial: every address a name resolves to must be inside allowed or, with none listed, outside
+// DefaultLeadAddressDeny.
+func AllowedLeadAddress(ctx context.Context, allowed []netip.Prefix, address string) (netip.Addr, error) {
+	var addrs []netip.Addr
+	if ip, err := netip.ParseAddr(address); err == nil {
+		addrs = []netip.Addr{ip}
+	} else {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if addrs, err = net.DefaultResolver.LookupNetIP(ctx, "ip", address); err != nil || len(addrs) == 0 {
+			return netip.Addr{}, errors.New("the name does not resolve")
+		}
+	}
+	for _, a := range addrs {
+		a = a.Unmap()
+		inside := func(ps []netip.Prefix) bool {
+			for _, p := range ps {
+				if p.Contains(a) {
+					return true
+				}
+			}
+			return false
+		}
+		if (len(allowed) > 0 && !inside(allowed)) || (len(allowed) == 0 && inside(DefaultLeadAddressDeny)) {
+			return netip.Addr{}, errLeadAddressRefused
+		}
+	}
+	return addrs[0].Unmap(), nil
 }

@@ -78,10 +78,12 @@ func (r *Reconciler) observe(ctx context.Context, root *fluxv1alpha2.MiniCluster
 		fed.lead = lead{endpoint: endpoint, reason: reason, err: err}
 	}
 	if fed.lead.endpoint.Address != "" {
-		if fed.lead.err = r.probe(ctx, root, fed.lead.endpoint); fed.lead.err != nil {
+		if fed.lead.err = r.probe(ctx, root, fed.lead); fed.lead.err != nil {
 			fed.lead.reason = fluxv1alpha2.ReasonNotAnswering
-			fed.requeue = r.opts.ProbeInterval
 		}
+		// Greeted again, answering or not, so that an endpoint that stops answering is
+		// reported within LeadProbeBound.
+		fed.requeue = r.opts.ProbeInterval
 		plan, err := bursting.NewPlan(root, fed.lead.endpoint, r.opts.Name)
 		if err != nil {
 			return nil, &invalidError{err}
@@ -179,19 +181,17 @@ type probeResult struct {
 	at       time.Time
 }
 
-// probe greets the lead broker at endpoint, at most once per ProbeInterval for an endpoint that
-// did not answer, and once per endpoint otherwise.
-func (r *Reconciler) probe(ctx context.Context, root *fluxv1alpha2.MiniCluster, endpoint bursting.Endpoint) error {
+// probe greets the lead broker at the endpoint, at most once per ProbeInterval, whether it
+// answered or not (greetLead says how).
+func (r *Reconciler) probe(ctx context.Context, root *fluxv1alpha2.MiniCluster, l lead) error {
 	now := r.opts.Clock()
 	if v, ok := r.probes.Load(root.UID); ok {
 		last := v.(probeResult)
-		if last.endpoint == endpoint && (last.err == nil || now.Sub(last.at) < r.opts.ProbeInterval) {
+		if last.endpoint == l.endpoint && now.Sub(last.at) < r.opts.ProbeInterval {
 			return last.err
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, r.opts.ProbeTimeout)
-	defer cancel()
-	err := r.opts.Probe(ctx, endpoint.Address, endpoint.Port)
-	r.probes.Store(root.UID, probeResult{endpoint: endpoint, err: err, at: now})
+	err := r.greetLead(ctx, l)
+	r.probes.Store(root.UID, probeResult{endpoint: l.endpoint, err: err, at: now})
 	return err
 }

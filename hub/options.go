@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,7 +29,7 @@ const (
 	DefaultOwnershipKeySecret = "fluxfed-hub-ownership"
 	DefaultMemberTimeout      = 10 * time.Second
 	DefaultProbeTimeout       = 3 * time.Second
-	DefaultProbeInterval      = 30 * time.Second
+	DefaultProbeInterval      = 10 * time.Second
 	DefaultCleanupTimeout     = 2 * time.Minute
 	DefaultSweepInterval      = 5 * time.Minute
 	DefaultConcurrency        = 8
@@ -67,6 +68,11 @@ type Options struct {
 	// Probe greets the advertised lead broker endpoint; when nil, probe.GreetWith(Dial), at most
 	// once per ProbeInterval for one endpoint whichever roots name it.
 	Probe func(ctx context.Context, address string, port int32) error
+	// LeadAddressAllow are the networks in which the hub greets a lead broker address a user
+	// wrote (spec.flux.bursting.expose.address); when empty, any address but those of
+	// DefaultLeadAddressDeny. Addresses the hub found itself (node addresses, load balancer
+	// ingress) are greeted wherever Dial allows.
+	LeadAddressAllow []netip.Prefix
 	// Dial opens every connection the hub makes to what others name (members' API servers, the
 	// lead broker's endpoint); members.Options.Dial defaults to it. A net.Dialer when nil.
 	Dial members.Dialer

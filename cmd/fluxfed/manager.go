@@ -9,9 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/types"
-	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
-	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -28,7 +25,6 @@ import (
 	fedv1alpha1 "github.com/fluxfed/fluxfed/api/fluxfed/v1alpha1"
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/hub"
-	"github.com/fluxfed/fluxfed/hub/gateway"
 	"github.com/fluxfed/fluxfed/hub/members"
 	"github.com/fluxfed/fluxfed/internal/metrics"
 	"github.com/fluxfed/fluxfed/member"
@@ -57,9 +53,7 @@ type managerOptions struct {
 	healthInterval       time.Duration
 	healthTimeout        time.Duration
 	dialAllow            string
-	gatewayAddr          string
-	gatewayCertDir       string
-	gatewayService       string
+	leadAddressAllow     string
 	skipNamespaces       bool
 	cleanupTimeout       time.Duration
 	sweepInterval        time.Duration
@@ -104,6 +98,7 @@ func (o *managerOptions) bind(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.healthInterval, "member-health-interval", members.DefaultHealthInterval, "how often the hub checks that each member answers")
 	fs.DurationVar(&o.healthTimeout, "member-health-timeout", members.DefaultHealthTimeout, "how long one health check of a member may take")
 	fs.StringVar(&o.dialAllow, "dial-allow", "", "comma-separated CIDRs the hub may connect to (members' API servers, the lead broker's advertised address), e.g. 10.0.0.0/8; empty allows any")
+	fs.StringVar(&o.leadAddressAllow, "lead-address-allow", "", "comma-separated CIDRs in which the hub greets a lead broker address a user wrote (spec.flux.bursting.expose.address); empty: any address but loopback, link-local and unspecified ones")
 	fs.BoolVar(&o.skipNamespaces, "skip-member-namespaces", false, "do not create the children's namespaces on the members (they must exist)")
 	fs.DurationVar(&o.cleanupTimeout, "cleanup-timeout", hub.DefaultCleanupTimeout, "how long deleting a root waits for unreachable members before leaving their children to the orphan sweep")
 	fs.DurationVar(&o.sweepInterval, "orphan-sweep-interval", hub.DefaultSweepInterval, "how often the hub deletes, on every member, the children of roots that no longer exist")
@@ -112,9 +107,6 @@ func (o *managerOptions) bind(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.fluxIntervalMax, "flux-interval-max", hub.DefaultFluxIntervalMax, "the longest wait between two asks: each answer that changed nothing doubles the wait up to this")
 	fs.DurationVar(&o.fluxTimeout, "flux-timeout", hub.DefaultFluxTimeout, "how long one ask of a Flux instance may take")
 	fs.DurationVar(&o.joinTimeout, "join-timeout", hub.DefaultJoinTimeout, "how long a burst's brokers may run before the root's Flux instance sees them online; after it the burst is NotJoining")
-	fs.StringVar(&o.gatewayAddr, "gateway-bind-address", "", "host:port of the hub's gateway (the aggregated API gateway.fluxfed.io behind `fluxfed logs` and `fluxfed exec`), e.g. :8444; empty: no gateway")
-	fs.StringVar(&o.gatewayCertDir, "gateway-cert-dir", "", "directory with the gateway's tls.crt and tls.key; empty: the hub makes a certificate and writes its CA into APIService "+gateway.APIServiceName)
-	fs.StringVar(&o.gatewayService, "gateway-service", "fluxfed-system/fluxfed-gateway", "NAMESPACE/NAME of the Service of the gateway's APIService, whose DNS name the made certificate carries")
 	setGroup(fs, groupHub, general)
 }
 
@@ -188,11 +180,6 @@ func runManager(ctx context.Context, opts *managerOptions) error {
 			return err
 		}
 		mgr, start = mcmgr.GetLocalManager(), mcmgr.Start
-		if opts.gatewayAddr != "" {
-			if err := addGateway(mcmgr, cfg, opts); err != nil {
-				return err
-			}
-		}
 		log.Info("Running as a hub", "hub", hubOpts.Name, "membersNamespace", hubOpts.MembersNamespace)
 	} else {
 		if mgr, err = ctrl.NewManager(cfg, local); err != nil {
@@ -247,6 +234,10 @@ func (o *managerOptions) hubOptions(ctx context.Context, cfg *rest.Config) (hub.
 		}
 		dial = members.AllowDial(allowed, nil)
 	}
+	leadAllow, err := members.ParsePrefixes(o.leadAddressAllow)
+	if err != nil {
+		return hub.Options{}, fmt.Errorf("--lead-address-allow: %w", err)
+	}
 	return hub.Options{
 		Name:             name,
 		MembersNamespace: o.membersNamespace,
@@ -259,6 +250,7 @@ func (o *managerOptions) hubOptions(ctx context.Context, cfg *rest.Config) (hub.
 		},
 		MemberTimeout:           o.memberTimeout,
 		Dial:                    dial,
+		LeadAddressAllow:        leadAllow,
 		SkipNamespaces:          o.skipNamespaces,
 		CleanupTimeout:          o.cleanupTimeout,
 		SweepInterval:           o.sweepInterval,
@@ -286,34 +278,3 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 	}
 	return cfg, nil
 }
-
-// addGateway runs the hub's gateway beside the hub, on every replica: it serves requests, it
-// reconciles nothing.
-func addGateway(mgr mcmanager.Manager, cfg *rest.Config, opts *managerOptions) error {
-	ns, name, ok := strings.Cut(opts.gatewayService, "/")
-	if !ok || ns == "" || name == "" {
-		return fmt.Errorf("--gateway-service %q is not NAMESPACE/NAME", opts.gatewayService)
-	}
-	gw, err := gateway.New(gateway.Options{
-		Hub: rest.CopyConfig(cfg),
-		Members: func(ctx context.Context, member string) (*rest.Config, error) {
-			cl, err := mgr.GetCluster(ctx, multicluster.ClusterName(member))
-			if err != nil {
-				return nil, err
-			}
-			return cl.GetConfig(), nil
-		},
-		Log: ctrl.Log.WithName("gateway"),
-	})
-	if err != nil {
-		return fmt.Errorf("setting up the gateway: %w", err)
-	}
-	serving := gateway.Serving{Address: opts.gatewayAddr, CertDir: opts.gatewayCertDir, Service: types.NamespacedName{Namespace: ns, Name: name}}
-	return mgr.GetLocalManager().Add(gatewayRunnable(func(ctx context.Context) error { return gw.Serve(ctx, serving) }))
-}
-
-// gatewayRunnable runs on every replica, leader or not.
-type gatewayRunnable func(context.Context) error
-
-func (g gatewayRunnable) Start(ctx context.Context) error { return g(ctx) }
-func (gatewayRunnable) NeedLeaderElection() bool          { return false }
