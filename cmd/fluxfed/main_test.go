@@ -55,12 +55,18 @@ func TestRunDispatch(t *testing.T) {
 		{name: "member add needs a name", args: []string{"member", "add"}, wantErr: "add takes the name of one member, got 0 arguments"},
 		{name: "member add needs the member's context", args: []string{"member", "add", "member-a"},
 			wantErr: "--member-context is required: the kubeconfig context of the member to register\nRun 'fluxfed member add --help' for usage"},
-		{name: "member add names a bad context", args: []string{"member", "add", "member-a", "--member-context", "nowhere", "--kubeconfig", "testdata/no-such-kubeconfig"},
-			wantErr: `--hub-context "":`},
+		{name: "member add names a missing kubeconfig", args: []string{"member", "add", "member-a", "--member-context", "nowhere", "--kubeconfig", "testdata/no-such-kubeconfig"},
+			wantErr: `--context: the kubeconfig testdata/no-such-kubeconfig cannot be read: no such file or directory`},
 		{name: "member remove needs the member's context or --force", args: []string{"member", "remove", "member-a"},
 			wantErr: "--member-context is required (or --force, to remove the member from the hub only)"},
 		{name: "member list takes no arguments", args: []string{"member", "list", "x"}, wantErr: `list takes no arguments, got ["x"]`},
 		{name: "member has no such command", args: []string{"member", "join"}, wantErr: `unknown command "join"`},
+		{name: "member list knows its formats", args: []string{"member", "list", "-o", "name"},
+			wantErr: "--output \"name\" is not one of wide, yaml, json\nRun 'fluxfed member list --help' for usage"},
+		{name: "member add prints objects only in a dry run", args: []string{"member", "add", "member-a", "--member-context", "m", "-o", "yaml"},
+			wantErr: "printing the objects (yaml or json) is for a dry run: add --dry-run"},
+		{name: "member probe needs endpoints", args: []string{"member", "probe"}, wantErr: "probe takes one or more HOST:PORT endpoints"},
+		{name: "member probe checks endpoints", args: []string{"member", "probe", "127.0.0.1"}, wantErr: `"127.0.0.1" is not HOST:PORT`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -295,4 +301,41 @@ func TestHubManagerRefusesBadFlags(t *testing.T) {
 	err = run(context.Background(), []string{"manager", "--hub", "--hub-name", "h", "--join-timeout", "-1s", "--kubeconfig", writeKubeconfig(t, env)},
 		&bytes.Buffer{}, &bytes.Buffer{})
 	require.ErrorContains(t, err, `the join timeout must be positive, got -1s`)
+}
+
+// TestMemberContexts checks how `fluxfed member` names contexts: --context is the hub's, as in
+// `fluxfed status`, --hub-context its other name; a context the kubeconfig lacks is one line.
+func TestMemberContexts(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: hub, context: {cluster: c, user: u}}, {name: member-a, context: {cluster: c, user: u}}]
+current-context: hub
+`), 0o600))
+	member := func(args ...string) error {
+		return run(context.Background(), append(append([]string{"member"}, args...), "--kubeconfig", kubeconfig), &bytes.Buffer{}, &bytes.Buffer{})
+	}
+	err := member("add", "member-a", "--member-context", "nowhere")
+	require.EqualError(t, err, `--member-context: the kubeconfig `+kubeconfig+` has no context "nowhere" (it has hub, member-a)`)
+	err = member("list", "--context", "hub2")
+	require.EqualError(t, err, `--context: the kubeconfig `+kubeconfig+` has no context "hub2" (it has hub, member-a)`)
+	err = member("list", "--hub-context", "hub2")
+	require.EqualError(t, err, `--context: the kubeconfig `+kubeconfig+` has no context "hub2" (it has hub, member-a)`, "--hub-context is --context")
+	err = member("list", "--context", "hub", "--hub-context", "member-a")
+	require.EqualError(t, err, `--context "hub" and --hub-context "member-a" name two hubs: give one (--hub-context is another name of --context)`)
+	start := time.Now()
+	err = member("add", "member-a", "--member-context", "member-a", "--hub-context", "hub")
+	require.EqualError(t, err, `the hub context "hub" (--context, server https://127.0.0.1:1) cannot be reached: dial tcp 127.0.0.1:1: connect: connection refused: `+
+		`is the context right, and does the cluster run?`)
+	require.Less(t, time.Since(start), 5*time.Second)
+
+	var stdout bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"member", "add", "--help"}, &stdout, &bytes.Buffer{}))
+	require.Contains(t, stdout.String(), "      --context string ")
+	require.NotContains(t, stdout.String(), "--hub-context", "the other name is not advertised")
+	for _, flag := range []string{"--dry-run", "--check-endpoint strings", "--skip-data-path-check", "-o, --output string"} {
+		require.Contains(t, stdout.String(), flag)
+	}
 }

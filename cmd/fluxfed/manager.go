@@ -9,6 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/types"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -25,6 +28,7 @@ import (
 	fedv1alpha1 "github.com/fluxfed/fluxfed/api/fluxfed/v1alpha1"
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/hub"
+	"github.com/fluxfed/fluxfed/hub/gateway"
 	"github.com/fluxfed/fluxfed/hub/members"
 	"github.com/fluxfed/fluxfed/internal/metrics"
 	"github.com/fluxfed/fluxfed/member"
@@ -54,6 +58,9 @@ type managerOptions struct {
 	healthTimeout        time.Duration
 	dialAllow            string
 	leadAddressAllow     string
+	gatewayAddr          string
+	gatewayCertDir       string
+	gatewayService       string
 	skipNamespaces       bool
 	cleanupTimeout       time.Duration
 	sweepInterval        time.Duration
@@ -107,6 +114,9 @@ func (o *managerOptions) bind(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.fluxIntervalMax, "flux-interval-max", hub.DefaultFluxIntervalMax, "the longest wait between two asks: each answer that changed nothing doubles the wait up to this")
 	fs.DurationVar(&o.fluxTimeout, "flux-timeout", hub.DefaultFluxTimeout, "how long one ask of a Flux instance may take")
 	fs.DurationVar(&o.joinTimeout, "join-timeout", hub.DefaultJoinTimeout, "how long a burst's brokers may run before the root's Flux instance sees them online; after it the burst is NotJoining")
+	fs.StringVar(&o.gatewayAddr, "gateway-bind-address", "", "host:port of the hub's gateway (the aggregated API gateway.fluxfed.io behind `fluxfed logs` and `fluxfed exec`), e.g. :8444; empty: no gateway")
+	fs.StringVar(&o.gatewayCertDir, "gateway-cert-dir", "", "directory with the gateway's tls.crt and tls.key; empty: the hub makes a certificate and writes its CA into APIService "+gateway.APIServiceName)
+	fs.StringVar(&o.gatewayService, "gateway-service", "fluxfed-system/fluxfed-gateway", "NAMESPACE/NAME of the Service of the gateway's APIService, whose DNS name the made certificate carries")
 	setGroup(fs, groupHub, general)
 }
 
@@ -180,6 +190,11 @@ func runManager(ctx context.Context, opts *managerOptions) error {
 			return err
 		}
 		mgr, start = mcmgr.GetLocalManager(), mcmgr.Start
+		if opts.gatewayAddr != "" {
+			if err := addGateway(mcmgr, cfg, opts); err != nil {
+				return err
+			}
+		}
 		log.Info("Running as a hub", "hub", hubOpts.Name, "membersNamespace", hubOpts.MembersNamespace)
 	} else {
 		if mgr, err = ctrl.NewManager(cfg, local); err != nil {
@@ -278,3 +293,34 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 	}
 	return cfg, nil
 }
+
+// addGateway runs the hub's gateway beside the hub, on every replica: it serves requests, it
+// reconciles nothing.
+func addGateway(mgr mcmanager.Manager, cfg *rest.Config, opts *managerOptions) error {
+	ns, name, ok := strings.Cut(opts.gatewayService, "/")
+	if !ok || ns == "" || name == "" {
+		return fmt.Errorf("--gateway-service %q is not NAMESPACE/NAME", opts.gatewayService)
+	}
+	gw, err := gateway.New(gateway.Options{
+		Hub: rest.CopyConfig(cfg),
+		Members: func(ctx context.Context, member string) (*rest.Config, error) {
+			cl, err := mgr.GetCluster(ctx, multicluster.ClusterName(member))
+			if err != nil {
+				return nil, err
+			}
+			return cl.GetConfig(), nil
+		},
+		Log: ctrl.Log.WithName("gateway"),
+	})
+	if err != nil {
+		return fmt.Errorf("setting up the gateway: %w", err)
+	}
+	serving := gateway.Serving{Address: opts.gatewayAddr, CertDir: opts.gatewayCertDir, Service: types.NamespacedName{Namespace: ns, Name: name}}
+	return mgr.GetLocalManager().Add(gatewayRunnable(func(ctx context.Context) error { return gw.Serve(ctx, serving) }))
+}
+
+// gatewayRunnable runs on every replica, leader or not.
+type gatewayRunnable func(context.Context) error
+
+func (g gatewayRunnable) Start(ctx context.Context) error { return g(ctx) }
+func (gatewayRunnable) NeedLeaderElection() bool          { return false }
