@@ -217,7 +217,7 @@ func runExec(ctx context.Context, opts *execOptions, name string, argv []string,
 	if err != nil {
 		return err
 	}
-	exec, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool { return true })
+	exec, err := remotecommand.NewFallbackExecutor(ws, spdy, func(error) bool { return true })
 	if err != nil {
 		return err
 	}

@@ -104,7 +104,7 @@ func TestManagerHelpGroupsFlags(t *testing.T) {
 		require.True(t, slices.IsSorted(names), "%s %v", s, names)
 	}
 	require.Subset(t, sections["Flags:"], []string{"help", "kubeconfig", "leader-elect", "metrics-bind-address"})
-	require.Equal(t, []string{"cleanup-timeout", "dial-allow", "flux-interval", "flux-interval-max", "flux-timeout", "hub", "hub-name",
+	require.Equal(t, []string{"cleanup-timeout", "dial-allow", "flux-interval", "flux-interval-max", "flux-timeout", "gateway-bind-address", "gateway-cert-dir", "gateway-service", "hub", "hub-name",
 		"join-timeout", "lead-address-allow", "lead-probe-interval", "member-api-burst", "member-api-qps", "member-connect-timeout", "member-health-interval",
 		"member-health-timeout", "member-timeout", "members-namespace", "orphan-sweep-interval", "skip-member-namespaces"},
 		sections["Hub flags (used with --hub):"])
