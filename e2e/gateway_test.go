@@ -115,11 +115,13 @@ func TestLogsAndExecThroughTheHub(t *testing.T) {
 	require.Contains(t, errOut, `user "reader" may not create pods/exec in namespace `+ns+` on the hub`)
 
 	_, errOut, code = fluxfed("outsider", "logs", "bursting-root", "--burst", "burst-a")
+	t.Log(errOut)
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, `user "outsider" may not get pods/log in namespace `+ns+` on the hub`)
 
 	// A rank no pod runs, and a burst the root does not have.
 	_, errOut, code = fluxfed("reader", "logs", "bursting-root", "--rank", "42")
+	t.Log(errOut)
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "root bursting-root has ranks 0-6, not 42")
 	_, errOut, code = fluxfed("reader", "logs", "bursting-root", "--burst", "burst-z")
