@@ -214,7 +214,13 @@ var chartCases = []chartCase{
 		args:    []string{"--leader-elect", "--hub", "--members-namespace=fluxfed-system"},
 	},
 	{
+		// fluxfed member add installs the hub's identity.
 		name: "member", values: map[string]any{"mode": "member"},
+		objects: sorted(single),
+		notArgs: []string{"--hub"},
+	},
+	{
+		name: "member registered by hand", values: map[string]any{"mode": "member", "memberAccess": map[string]any{"enabled": true}},
 		objects: sorted(member),
 		notArgs: []string{"--hub"},
 	},
@@ -251,12 +257,12 @@ var chartCases = []chartCase{
 	},
 	{
 		name:    "member lending two namespaces",
-		values:  map[string]any{"mode": "member", "memberAccess": map[string]any{"lentNamespaces": []any{"research", "physics"}}},
+		values:  map[string]any{"mode": "member", "memberAccess": map[string]any{"enabled": true, "lentNamespaces": []any{"research", "physics"}}},
 		objects: sorted(member, []string{"RoleBinding fluxfed-hub-burst in research", "RoleBinding fluxfed-hub-burst in physics"}),
 	},
 	{
 		name:   "member lending every namespace, with a token that never expires",
-		values: map[string]any{"mode": "member", "memberAccess": map[string]any{"profile": "any", "token": true}},
+		values: map[string]any{"mode": "member", "memberAccess": map[string]any{"enabled": true, "profile": "any", "token": true}},
 		objects: sorted(member, []string{
 			"ClusterRoleBinding fluxfed-hub-burst", "ClusterRole fluxfed-hub-namespaces",
 			"ClusterRoleBinding fluxfed-hub-namespaces", "Secret fluxfed-hub-token",
@@ -337,15 +343,20 @@ func TestChartRendersEachMode(t *testing.T) {
 	}
 }
 
-// With default values, each mode installs the objects of its release manifest, except the
-// namespace (Helm's --create-namespace, or the user's, holds the release).
+// Each mode installs the objects of its release manifest, except the namespace (Helm's
+// --create-namespace, or the user's, holds the release); the member's manifest, for a member
+// registered by hand, holds the identity the chart installs with memberAccess.enabled.
 func TestChartInstallsWhatTheReleaseManifestDoes(t *testing.T) {
 	for _, m := range release.Modes {
 		t.Run(m.Name, func(t *testing.T) {
 			manifest, err := release.Objects(kustomize(t), m.Dirs...)
 			require.NoError(t, err)
 			manifest = slices.DeleteFunc(manifest, func(o *unstructured.Unstructured) bool { return o.GetKind() == "Namespace" })
-			require.Equal(t, ids(manifest), ids(render(t, map[string]any{"mode": m.Name})))
+			vals := map[string]any{"mode": m.Name}
+			if m.Name == "member" {
+				vals["memberAccess"] = map[string]any{"enabled": true}
+			}
+			require.Equal(t, ids(manifest), ids(render(t, vals)))
 		})
 	}
 }
@@ -425,16 +436,53 @@ func TestChartManagerPod(t *testing.T) {
 	require.Contains(t, ctr.Ports, corev1.ContainerPort{Name: "metrics", ContainerPort: 9090})
 }
 
+// Wrong values are refused by `helm template` and `helm install`, with a message that names
+// the value: by the values schema (values.schema.json) or by the templates.
 func TestChartRefusesWrongValues(t *testing.T) {
-	for name, vals := range map[string]map[string]any{
-		"mode":                     {"mode": "satellite"},
-		"profile":                  {"mode": "member", "memberAccess": map[string]any{"profile": "some"}},
-		"lent namespaces with any": {"mode": "member", "memberAccess": map[string]any{"profile": "any", "lentNamespaces": []any{"research"}}},
-		"monitor without metrics":  {"serviceMonitor": map[string]any{"enabled": true}, "metrics": map[string]any{"enabled": false}},
+	const schema = "values don't meet the specifications of the schema(s) in the following chart(s):\nfluxfed:\n"
+	for name, c := range map[string]struct {
+		vals map[string]any
+		want string
+	}{
+		"mode": {map[string]any{"mode": "satellite"}, schema + "- at '/mode': value must be one of 'single', 'hub', 'member'"},
+		"profile": {
+			map[string]any{"mode": "member", "memberAccess": map[string]any{"enabled": true, "profile": "some"}},
+			schema + "- at '/memberAccess/profile': value must be one of 'namespaces', 'any'",
+		},
+		"a misspelt key":        {map[string]any{"modee": "hub"}, schema + "- at '': additional properties 'modee' not allowed"},
+		"a misspelt nested key": {map[string]any{"hub": map[string]any{"fluxIntervall": "30s"}}, schema + "- at '/hub': additional properties 'fluxIntervall' not allowed"},
+		"a duration that is not one": {
+			map[string]any{"hub": map[string]any{"fluxInterval": "soon"}},
+			schema + "- at '/hub/fluxInterval': 'soon' does not match pattern",
+		},
+		"a number as a string": {map[string]any{"replicas": "two"}, schema + "- at '/replicas': got string, want integer"},
+		"a port out of range":  {map[string]any{"metrics": map[string]any{"port": 70000}}, schema + "- at '/metrics/port': maximum: got 70,000, want 65,535"},
+		"a namespace that cannot be one": {
+			map[string]any{"mode": "member", "memberAccess": map[string]any{"enabled": true, "lentNamespaces": []any{"Research"}}},
+			schema + "- at '/memberAccess/lentNamespaces/0': 'Research' does not match pattern",
+		},
+		"lent namespaces with any": {
+			map[string]any{"mode": "member", "memberAccess": map[string]any{"enabled": true, "profile": "any", "lentNamespaces": []any{"research"}}},
+			"memberAccess.lentNamespaces is for profile namespaces: profile any lends every namespace",
+		},
+		"lent namespaces without the identity": {
+			map[string]any{"mode": "member", "memberAccess": map[string]any{"lentNamespaces": []any{"research"}}},
+			"memberAccess.profile, lentNamespaces and token shape the identity a hub uses on this member, which the chart installs only " +
+				"with memberAccess.enabled=true (registering the member by hand). With fluxfed member add, leave them out and pass " +
+				"--access any, --lend NS or --non-expiring-token to member add instead",
+		},
+		"the identity on a hub": {
+			map[string]any{"mode": "hub", "memberAccess": map[string]any{"enabled": true}},
+			"memberAccess.enabled is for mode member, and mode is hub: leave it out, or set mode=member",
+		},
+		"monitor without metrics": {
+			map[string]any{"serviceMonitor": map[string]any{"enabled": true}, "metrics": map[string]any{"enabled": false}},
+			"serviceMonitor.enabled needs metrics.enabled",
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := tryRender(t, vals)
-			require.Error(t, err)
+			_, err := tryRender(t, c.vals)
+			require.ErrorContains(t, err, c.want)
 		})
 	}
 }

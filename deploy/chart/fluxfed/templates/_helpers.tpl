@@ -93,3 +93,46 @@ app.kubernetes.io/component: manager
 - {{ . | quote }}
 {{- end }}
 {{- end -}}
+
+{{/*
+Who owns an object that lookup returned (.obj; empty when it does not exist), as preflight.yaml
+needs it: "" when there is none or it is this release's; "helm:RELEASE:NAMESPACE" for another
+Helm release's; "cli:MEMBER" for what `fluxfed member add` installed (its label, annotation or
+field manager, internal/membership); "other" for anything else.
+*/}}
+{{- define "fluxfed.owner" -}}
+{{- $o := .obj | default dict -}}
+{{- if $o.metadata -}}
+{{- $labels := $o.metadata.labels | default dict -}}
+{{- $ann := $o.metadata.annotations | default dict -}}
+{{- $rel := index $ann "meta.helm.sh/release-name" | default "" -}}
+{{- $relNS := index $ann "meta.helm.sh/release-namespace" | default "" -}}
+{{- $cli := or (eq (index $labels "app.kubernetes.io/managed-by" | default "") "fluxfed-cli") (hasKey $ann "fluxfed.io/member-name") -}}
+{{- range $o.metadata.managedFields -}}
+{{- if eq .manager "fluxfed-cli" -}}{{- $cli = true -}}{{- end -}}
+{{- end -}}
+{{- if and $rel (or (ne $rel .ctx.Release.Name) (ne $relNS .ctx.Release.Namespace)) -}}
+helm:{{ $rel }}:{{ $relNS }}
+{{- else if $rel -}}
+{{- else if $cli -}}
+cli:{{ index $ann "fluxfed.io/member-name" | default "" }}
+{{- else -}}
+other
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The field managers that wrote an object lookup returned, for a message. */}}
+{{- define "fluxfed.writers" -}}
+{{- $names := list -}}
+{{- range .metadata.managedFields -}}
+{{- if ne .manager "kube-apiserver" -}}
+{{- $names = append $names (printf "%q" .manager) -}}
+{{- end -}}
+{{- end -}}
+{{- if $names -}}
+field manager {{ $names | uniq | join ", " }}
+{{- else -}}
+a writer it does not name
+{{- end -}}
+{{- end -}}
