@@ -21,7 +21,9 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
 	"helm.sh/helm/v4/pkg/action"
@@ -29,27 +31,38 @@ import (
 	"helm.sh/helm/v4/pkg/kube"
 	releasev1 "helm.sh/helm/v4/pkg/release/v1"
 
+	"github.com/fluxfed/fluxfed/e2e/k8sbin"
 	"github.com/fluxfed/fluxfed/e2e/testenv"
 	"github.com/fluxfed/fluxfed/internal/membership"
 )
 
-// bareEnv starts an API server without fluxfed's CRDs (testenv installs them, owned by no Helm
-// release), as a cluster is before fluxfed is installed.
-func bareEnv(t *testing.T) *testenv.Env {
+// cluster is an API server for the tests that install fluxfed for real.
+type cluster struct {
+	Config *rest.Config
+	Client client.Client
+}
+
+// Kubeconfig returns a kubeconfig that reaches the API server as an administrator.
+func (c *cluster) Kubeconfig() ([]byte, error) { return testenv.Kubeconfig(c.Config) }
+
+// bareEnv starts an API server without fluxfed's CRDs (testenv.Start installs them, owned by no
+// Helm release), as a cluster is before fluxfed is installed, and stops it when the test ends.
+func bareEnv(t *testing.T) *cluster {
 	t.Helper()
-	env := testenv.Start(t)
-	require.NoError(t, apiextensionsv1.AddToScheme(env.Scheme))
-	ctx := context.Background()
-	for _, name := range []string{"miniclusters.flux-framework.org", "memberclusters.fluxfed.io"} {
-		crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		require.NoError(t, client.IgnoreNotFound(env.Client.Delete(ctx, crd)))
-	}
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		list := &apiextensionsv1.CustomResourceDefinitionList{}
-		require.NoError(c, env.Client.List(ctx, list))
-		require.Empty(c, list.Items)
-	}, 30*time.Second, 100*time.Millisecond)
-	return env
+	dir, err := k8sbin.Dir("kube-apiserver", "etcd")
+	require.NoError(t, err)
+	scheme, err := testenv.Scheme()
+	require.NoError(t, err)
+	require.NoError(t, apiextensionsv1.AddToScheme(scheme))
+	env := &envtest.Environment{BinaryAssetsDirectory: dir, Scheme: scheme}
+	// As testenv does: no default route in the loopback-only network namespace of the tests.
+	env.ControlPlane.GetAPIServer().Configure().Set("advertise-address", "127.0.0.1")
+	cfg, err := env.Start()
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, env.Stop()) })
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	require.NoError(t, err)
+	return &cluster{Config: cfg, Client: c}
 }
 
 // helmClient runs Helm's install, upgrade and uninstall against env, as the helm command does
@@ -59,7 +72,7 @@ type helmClient struct {
 	kubeconfig string
 }
 
-func newHelm(t *testing.T, env *testenv.Env) *helmClient {
+func newHelm(t *testing.T, env *cluster) *helmClient {
 	t.Helper()
 	kc, err := env.Kubeconfig()
 	require.NoError(t, err)
@@ -119,7 +132,7 @@ func (h *helmClient) uninstall(name, namespace string) {
 
 // memberAddIdentity installs the hub's identity as `fluxfed member add` does: deploy/member-access
 // server-side applied by its field manager.
-func memberAddIdentity(t *testing.T, env *testenv.Env) {
+func memberAddIdentity(t *testing.T, env *cluster) {
 	t.Helper()
 	ctx := context.Background()
 	objs, err := testenv.Kustomize("member-access")
@@ -276,7 +289,7 @@ type update struct {
 // recordUpdates watches CRDs and Deployments from now on and returns a function that stops and
 // returns what changed, in the order the API server's storage wrote it (resource versions are
 // the revisions of its one etcd).
-func recordUpdates(t *testing.T, env *testenv.Env) func() []update {
+func recordUpdates(t *testing.T, env *cluster) func() []update {
 	t.Helper()
 	dyn, err := dynamic.NewForConfig(env.Config)
 	require.NoError(t, err)
@@ -339,7 +352,7 @@ func hasJobLabels(crd *unstructured.Unstructured) bool {
 	return ok
 }
 
-func image(d *unstructured.Unstructured) string {
+func imageOf(d *unstructured.Unstructured) string {
 	ctrs, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
 	if len(ctrs) == 0 {
 		return ""
@@ -389,7 +402,7 @@ func TestChartUpgradesCRDsBeforeTheManager(t *testing.T) {
 	require.NoError(t, err)
 	crdAt := first(t, updates, "CustomResourceDefinition", "miniclusters.flux-framework.org", hasJobLabels)
 	managerAt := first(t, updates, "Deployment", "fluxfed-manager", func(d *unstructured.Unstructured) bool {
-		return image(d) == "ghcr.io/fluxfed/fluxfed:"+chrt.Metadata.AppVersion
+		return imageOf(d) == "ghcr.io/fluxfed/fluxfed:"+chrt.Metadata.AppVersion
 	})
 	require.Less(t, crdAt, managerAt, "the CRD is updated before the manager that needs it")
 
