@@ -99,6 +99,9 @@ type Environment struct {
 	Kubeconfig string `json:"kubeconfig"`
 	// Clusters in the order of Options.Names.
 	Clusters []*Cluster `json:"clusters"`
+	// Files are what programs working with the clusters added to the run directory (binaries,
+	// stand-ins' state), recorded with AddFiles; RemoveFiles removes them with the rest.
+	Files []string `json:"files,omitempty"`
 
 	mu      sync.Mutex // guards what bring-up records in the clusters, and the state file
 	stopped bool
@@ -122,6 +125,9 @@ type Cluster struct {
 	Processes []*Process `json:"processes,omitempty"`
 	// KindName is the name of a kind cluster, unique on the Docker host.
 	KindName string `json:"kindName,omitempty"`
+	// KubeletBackend is kwok's server, where the kubelet port of every node of a local cluster
+	// is forwarded to while a program serves it (Start, then ServeKubelets).
+	KubeletBackend string `json:"kubeletBackend,omitempty"`
 
 	// index orders the clusters and picks their address ranges.
 	index int
@@ -133,7 +139,50 @@ type Cluster struct {
 func (c *Cluster) closeKubelet() {
 	if c.kubelet != nil {
 		_ = c.kubelet.Close() // its connections end with it, which is the point
+		c.kubelet = nil
 	}
+}
+
+// ReleaseKubelets stops serving the nodes' kubelet endpoint of every local cluster in this
+// program, so that another program can take it over with ServeKubelets: the endpoint, and with
+// it exec into pods, lives only as long as the program that serves it.
+func (env *Environment) ReleaseKubelets() {
+	env.mu.Lock()
+	defer env.mu.Unlock()
+	for _, c := range env.Clusters {
+		c.closeKubelet()
+	}
+}
+
+// ServeKubelets serves the nodes' kubelet endpoint of every local cluster from this program, for
+// clusters that outlived the program that started them (Options.Detach, then Load), until Stop
+// or ReleaseKubelets.
+func (env *Environment) ServeKubelets() error {
+	env.mu.Lock()
+	defer env.mu.Unlock()
+	for _, c := range env.Clusters {
+		if c.kubelet != nil || c.KubeletBackend == "" {
+			continue
+		}
+		f, err := ForwardNodePort(c.NodeAddresses, kubeletPort, c.KubeletBackend)
+		if err != nil {
+			return fmt.Errorf("cluster %s: serving the nodes' kubelet endpoint: %w", c.Name, err)
+		}
+		c.kubelet = f
+	}
+	return nil
+}
+
+// AddFiles records paths (files or directories) that a program put in the run directory for
+// these clusters, so that RemoveFiles, and `clusters down`, remove them too.
+func (env *Environment) AddFiles(paths ...string) error {
+	return env.update(func() {
+		for _, p := range paths {
+			if !slices.Contains(env.Files, p) {
+				env.Files = append(env.Files, p)
+			}
+		}
+	})
 }
 
 // provider brings a cluster up to the point where its kubeconfig reaches a serving API server, and
@@ -407,12 +456,15 @@ func (env *Environment) stop(prov provider) error {
 }
 
 // RemoveFiles removes what Start wrote in the run directory (each cluster's directory, the merged
-// kubeconfig, the state file) and the directory itself if nothing else is left in it. Call it
-// after Stop.
+// kubeconfig, the state file), what AddFiles recorded, and the directory itself if nothing else
+// is left in it. Call it after Stop.
 func (env *Environment) RemoveFiles() error {
 	var errs []error
 	for _, c := range env.Clusters {
 		errs = append(errs, os.RemoveAll(c.Dir))
+	}
+	for _, f := range env.Files {
+		errs = append(errs, os.RemoveAll(f))
 	}
 	for _, f := range []string{env.Kubeconfig, filepath.Join(env.Dir, StateFile)} {
 		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -318,6 +318,9 @@ func (l *localProvider) up(ctx context.Context, env *Environment, c *Cluster) er
 	if err := createNodes(ctx, cs, c.Name, plan, l.nodes); err != nil {
 		return err
 	}
+	if err := env.update(func() { c.KubeletBackend = kwokServer }); err != nil {
+		return err
+	}
 	return l.serveKubeletEndpoint(c, plan, kwokServer)
 }
 
@@ -327,9 +330,10 @@ const kubeletPort = 10250
 
 // serveKubeletEndpoint forwards the kubelet port of every node of c to kwok's server, which
 // listens on 127.0.0.1 only: kwok has one server for all the nodes it simulates, and each node
-// has an address of its own. The forwarder lives as long as this process (Cluster.Close or
-// down ends it): clusters left running with Detach lose their kubelet endpoint, and so exec,
-// when the process that started them exits.
+// has an address of its own. The forwarder lives as long as this process (down or
+// ReleaseKubelets ends it): clusters left running with Detach lose their kubelet endpoint, and
+// so exec, when the process that started them exits, unless another program serves it
+// (Environment.ServeKubelets).
 func (l *localProvider) serveKubeletEndpoint(c *Cluster, plan addressPlan, kwokServer string) error {
 	f, err := ForwardNodePort(plan.nodeIPs(l.nodes), kubeletPort, kwokServer)
 	if err != nil {

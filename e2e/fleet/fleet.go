@@ -131,24 +131,18 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 		return nil, err
 	}
 	logf("Clusters up in %v", time.Since(start).Round(100*time.Millisecond))
-	f = &Fleet{Env: env, Hub: env.Cluster("hub"), Clients: map[string]client.Client{}, Binary: binary, logf: logf}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, env.Stop())
 		}
 	}()
-	scheme, err := testenv.Scheme()
-	if err != nil {
+	if err := env.AddFiles(binary); err != nil {
 		return nil, err
 	}
-	for _, c := range env.Clusters {
-		if f.Clients[c.Name], err = client.New(c.Config, client.Options{Scheme: scheme}); err != nil {
-			return nil, err
-		}
-		if c.Name != "hub" {
-			f.Members = append(f.Members, c)
-		}
+	if f, err = attach(env, binary); err != nil {
+		return nil, err
 	}
+	f.logf = logf
 
 	memberDirs := []string{"default", "member-access-any"}
 	if opts.Unregistered {
@@ -220,6 +214,40 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 		}
 	}
 	return f, nil
+}
+
+// attach returns the fleet of the clusters of env, whose managers run binary.
+func attach(env *clusters.Environment, binary string) (*Fleet, error) {
+	f := &Fleet{Env: env, Hub: env.Cluster("hub"), Clients: map[string]client.Client{}, Binary: binary, logf: func(string, ...any) {}}
+	if f.Hub == nil {
+		return nil, fmt.Errorf("no cluster named hub in %s", env.Dir)
+	}
+	scheme, err := testenv.Scheme()
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range env.Clusters {
+		if c.Config == nil {
+			return nil, fmt.Errorf("cluster %s has no kubeconfig at %s", c.Name, c.Kubeconfig)
+		}
+		if f.Clients[c.Name], err = client.New(c.Config, client.Options{Scheme: scheme}); err != nil {
+			return nil, err
+		}
+		if c.Name != "hub" {
+			f.Members = append(f.Members, c)
+		}
+	}
+	return f, nil
+}
+
+// Load returns the fleet that Start left running in dir (Options.Detach), for another program to
+// work with; its Stop stops the clusters and managers.
+func Load(dir string) (*Fleet, error) {
+	env, err := clusters.Load(dir)
+	if err != nil {
+		return nil, fmt.Errorf("the clusters of %s: %w", dir, err)
+	}
+	return attach(env, filepath.Join(dir, "fluxfed"))
 }
 
 // StartT starts a fleet for a test and stops it when the test ends, printing the end of every

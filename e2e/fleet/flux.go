@@ -71,14 +71,23 @@ type OnlineChange struct {
 // waits until the root's lead broker pod exists and the hub gave the root its hostlist and lead
 // broker endpoint, then makes exec into that pod run the stand-in flux on this machine, and keeps
 // the online ranks in step with the broker pods until Stop. dir holds the instance and the
-// command.
+// command; when a program before this one stood in there (make demo KEEP=1 hands its stand-ins
+// to a process that outlives it), it carries on with that instance, its jobs and drained ranks.
+// dir is recorded with the clusters, so that `clusters down` removes it.
 func (f *Fleet) StartFlux(ctx context.Context, root *fluxv1alpha2.MiniCluster, dir string) (*Flux, error) {
 	x := &Flux{Dir: filepath.Join(dir, "instance"), Bin: filepath.Join(dir, "bin"), f: f, root: client.ObjectKeyFromObject(root), done: make(chan struct{})}
-	if err := os.MkdirAll(x.Dir, 0o700); err != nil {
+	if err := f.Env.AddFiles(dir); err != nil {
 		return nil, err
 	}
-	if err := buildStandInFlux(filepath.Join(x.Bin, "flux")); err != nil {
-		return nil, err
+	_, err := fluxsim.Read(x.Dir)
+	resume := err == nil
+	if !resume {
+		if err := os.MkdirAll(x.Dir, 0o700); err != nil {
+			return nil, err
+		}
+		if err := buildStandInFlux(filepath.Join(x.Bin, "flux")); err != nil {
+			return nil, err
+		}
 	}
 	hubClient := f.Clients[f.Hub.Name]
 	var lead *corev1.Pod
@@ -100,24 +109,10 @@ func (f *Fleet) StartFlux(ctx context.Context, root *fluxv1alpha2.MiniCluster, d
 		case <-time.After(fluxPollInterval):
 		}
 	}
-	hosts, err := hostlist.Expand(root.Status.Hostlist)
-	if err != nil {
-		return nil, err
-	}
-	layout, err := bursting.NewLayout(root)
-	if err != nil {
-		return nil, err
-	}
-	in, err := fluxsim.New(hosts, max(layout.Quorum, 1), 2, fluxsim.Now())
-	if err != nil {
-		return nil, err
-	}
-	if u, err := user.Current(); err == nil {
-		in.Owner = u.Username
-		in.UserID, _ = strconv.Atoi(u.Uid)
-	}
-	if err := fluxsim.Create(x.Dir, in); err != nil {
-		return nil, err
+	if !resume {
+		if err := createInstance(root, x.Dir); err != nil {
+			return nil, err
+		}
 	}
 	env := map[string]string{"PATH": x.Bin + string(os.PathListSeparator) + os.Getenv("PATH"), fluxsim.EnvDir: x.Dir}
 	if err := f.Hub.ExecLocally(ctx, lead.Namespace, lead.Name, x.Dir, env); err != nil {
@@ -127,6 +122,27 @@ func (f *Fleet) StartFlux(ctx context.Context, root *fluxv1alpha2.MiniCluster, d
 	x.cancel = cancel
 	go x.keep(loop)
 	return x, nil
+}
+
+// createInstance creates the stand-in instance of root in dir: its hosts, quorum and owner.
+func createInstance(root *fluxv1alpha2.MiniCluster, dir string) error {
+	hosts, err := hostlist.Expand(root.Status.Hostlist)
+	if err != nil {
+		return err
+	}
+	layout, err := bursting.NewLayout(root)
+	if err != nil {
+		return err
+	}
+	in, err := fluxsim.New(hosts, max(layout.Quorum, 1), 2, fluxsim.Now())
+	if err != nil {
+		return err
+	}
+	if u, err := user.Current(); err == nil {
+		in.Owner = u.Username
+		in.UserID, _ = strconv.Atoi(u.Uid)
+	}
+	return fluxsim.Create(dir, in)
 }
 
 // buildStandInFlux builds e2e/cmd/flux at path.
