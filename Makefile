@@ -42,17 +42,18 @@ help: ## Show this help.
 # FLUX=real runs real Flux brokers behind the broker pods instead of the stand-ins.
 FLUX ?=
 
+# make demo builds bin/fluxfed first: the commands it prints to look at the clusters use it.
 .PHONY: demo
-demo: ## Burst one Flux instance over a hub and two member clusters on this machine; KEEP=1 leaves them running; FLUX=real runs real Flux brokers (root).
+demo: build ## Burst one Flux instance over a hub and two member clusters on this machine; KEEP=1 leaves them running (make clusters-down CLUSTERS_DIR=... stops them); FLUX=real runs real Flux brokers (root).
 	@echo "make demo: building (or finding cached) the Kubernetes binaries; the first run builds them from source and takes several minutes"
 	@e2e/k8sbin/build.sh >/dev/null
 ifeq ($(FLUX),real)
 	@echo "make demo: building (or finding cached) flux-core; the first run builds it from source and takes a few minutes"
 	@FLUX_CORE_TARBALL=$(FLUX_CORE_TARBALL) e2e/fluxcore/build.sh >/dev/null
 	@mkdir -p $(TOOLS_DIR) && $(GO) build -o $(TOOLS_DIR)/loopback ./e2e/cmd/loopback
-	@FLUX=real KEEP=$(KEEP) $(GO) run -exec $(TOOLS_DIR)/loopback ./e2e/cmd/demo
+	@FLUX=real KEEP=$(KEEP) FLUXFED_BIN=$(BIN_DIR)/fluxfed $(GO) run -exec $(TOOLS_DIR)/loopback ./e2e/cmd/demo
 else
-	@FLUX=$(FLUX) KEEP=$(KEEP) $(GO) run ./e2e/cmd/demo
+	@FLUX=$(FLUX) KEEP=$(KEEP) FLUXFED_BIN=$(BIN_DIR)/fluxfed $(GO) run ./e2e/cmd/demo
 endif
 
 ##@ Build

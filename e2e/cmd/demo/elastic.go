@@ -94,11 +94,15 @@ func elastic(ctx context.Context, f *fleet.Fleet, out io.Writer, say func(string
 	}
 	defer x.Stop()
 
+	// Two views, each printed when it changes and labelled: what the hub reports (one read of
+	// the root's status: Flux's view as the hub last asked it, and the bursts) and the jobs as
+	// the instance lists them now. The hub asks Flux every few seconds, so it may still report
+	// a job waiting that the instance already runs.
 	var (
-		last      string
-		submitted bool
-		jobID     string
-		deadline  = time.Now().Add(elasticTimeout)
+		lastHub, lastJobs string
+		submitted         bool
+		jobID             string
+		deadline          = time.Now().Add(elasticTimeout)
 	)
 	for {
 		if err := hubClient.Get(ctx, client.ObjectKeyFromObject(root), root); err != nil {
@@ -112,10 +116,13 @@ func elastic(ctx context.Context, f *fleet.Fleet, out io.Writer, say func(string
 			}
 			jobs = nil // the instance does not run yet: no job to show
 		}
-		now := describe(root, jobs)
-		if now != last {
+		if now := describeHub(root); now != lastHub && fs != nil && fs.State != "" {
 			say("%s", now)
-			last = now
+			lastHub = now
+		}
+		if now := describeJobs(jobs); now != lastJobs && now != "" {
+			say("%s", now)
+			lastJobs = now
 		}
 		switch {
 		case !submitted && fs != nil && fs.State == "run" && fs.Online == 2:
@@ -130,11 +137,10 @@ func elastic(ctx context.Context, f *fleet.Fleet, out io.Writer, say func(string
 			if err := printScaling(ctx, out, hubClient, root); err != nil {
 				return err
 			}
-			fmt.Fprintln(out, "\n== The on-demand root now, as fluxfed status shows it")
-			return fluxfed(ctx, f, out, say, statusArgs(f, root.Name, elasticNamespace)...)
+			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the elastic cycle did not complete within %v (last: %s); logs are in %s", elasticTimeout, last, f.Env.Dir)
+			return fmt.Errorf("the elastic cycle did not complete within %v (last: %s; %s); logs are in %s", elasticTimeout, lastHub, lastJobs, f.Env.Dir)
 		}
 		select {
 		case <-ctx.Done():
@@ -148,16 +154,17 @@ func elastic(ctx context.Context, f *fleet.Fleet, out io.Writer, say func(string
 // intervals.
 const elasticTimeout = 5 * time.Minute
 
-// describe sums up what the hub reports and the job's state in one line.
-func describe(root *fluxv1alpha2.MiniCluster, jobs []job) string {
+// describeHub sums up what the hub reports of root, all from one read of its status: Flux's view
+// as the hub last asked it, and every burst.
+func describeHub(root *fluxv1alpha2.MiniCluster) string {
 	var b strings.Builder
 	if fs := root.Status.Flux; fs != nil && fs.State != "" {
-		fmt.Fprintf(&b, "Flux %s, %d/%d ranks online", fs.State, fs.Online, fs.Size)
+		fmt.Fprintf(&b, "hub: Flux %s, %d/%d ranks online", fs.State, fs.Online, fs.Size)
 		if fs.PendingJobs > 0 {
 			fmt.Fprintf(&b, ", %d job waits for %d nodes", fs.PendingJobs, fs.PendingNodes)
 		}
 	} else {
-		b.WriteString("Flux not asked yet")
+		b.WriteString("hub: Flux not asked yet")
 	}
 	for _, s := range root.Status.Bursts {
 		fmt.Fprintf(&b, " | %s %s size %d/%d online %d", s.Name, s.Phase, s.Size, s.MaxSize, s.Online)
@@ -165,13 +172,23 @@ func describe(root *fluxv1alpha2.MiniCluster, jobs []job) string {
 			fmt.Fprintf(&b, " draining %d drained %d", s.Draining, s.Drained)
 		}
 	}
-	for _, j := range jobs {
-		fmt.Fprintf(&b, " | job %s", j.State)
-		if j.Ranks > 0 && j.State != fluxsim.StateSched {
-			fmt.Fprintf(&b, " on %d ranks", j.Ranks)
-		}
-	}
 	return b.String()
+}
+
+// describeJobs sums up the jobs as the instance lists them, or "" when there are none.
+func describeJobs(jobs []job) string {
+	if len(jobs) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, j := range jobs {
+		part := j.State
+		if j.Ranks > 0 && j.State != fluxsim.StateSched {
+			part += fmt.Sprintf(" on %d ranks", j.Ranks)
+		}
+		parts = append(parts, part)
+	}
+	return "flux jobs: " + strings.Join(parts, ", ")
 }
 
 func shrunk(root *fluxv1alpha2.MiniCluster) bool {

@@ -9,23 +9,26 @@
 // container, and stand-in brokers (e2e/brokersim) show that the rendered configs join one
 // overlay: the burst brokers reach rank 0 through the lead broker's NodePort on the hub's node,
 // as they would on real clusters, and the hub's own greeting of that endpoint meets rank 0's
-// CURVE socket. With KEEP=1 the clusters keep running afterwards. Everything stays on loopback.
+// CURVE socket. With KEEP=1 the clusters keep running afterwards, and so do the stand-ins,
+// handed to a process of their own (`demo keep -dir DIR`, recorded with the clusters so that
+// `make clusters-down` stops it). Everything stays on loopback.
 package main
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -40,7 +43,6 @@ import (
 	"github.com/fluxfed/fluxfed/e2e/fleet"
 	"github.com/fluxfed/fluxfed/e2e/k8sbin"
 	"github.com/fluxfed/fluxfed/e2e/testenv"
-	"github.com/fluxfed/fluxfed/hostlist"
 	"github.com/fluxfed/fluxfed/hub"
 	"github.com/fluxfed/fluxfed/member/render/names"
 )
@@ -57,6 +59,14 @@ func main() {
 func mainErr() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if len(os.Args) > 1 && os.Args[1] == "keep" {
+		fs := flag.NewFlagSet("demo keep", flag.ContinueOnError)
+		dir := fs.String("dir", "", "the kept demo's directory")
+		if err := fs.Parse(os.Args[2:]); err != nil {
+			return err
+		}
+		return keepStandIns(ctx, *dir, os.Stdout)
+	}
 	cache, err := os.UserCacheDir()
 	if err != nil {
 		return err
@@ -119,25 +129,38 @@ func run(ctx context.Context, out io.Writer, opts options, dir string) error {
 
 	if opts.RealFlux {
 		err = realDemo(ctx, f, out, say)
-	} else {
-		err = demo(ctx, f, out, say)
+	} else if err = demo(ctx, f, out, say); err == nil {
+		printPoke(out, f, keep)
 	}
-	switch {
-	case err != nil || !keep:
+	if err == nil && keep {
+		err = handOver(ctx, f, dir, say)
+	}
+	if err != nil || !keep {
 		return errors.Join(err, stopFleet())
-	default:
-		fmt.Fprintf(out, "\nThe clusters keep running (KEEP=1). Stop them with:\n  make clusters-down CLUSTERS_DIR=%s\n", dir)
-		return nil
 	}
+	fmt.Fprintf(out, "\nThe clusters, the managers and the stand-ins keep running (KEEP=1). Stop them all, and remove their files, with:\n  make clusters-down CLUSTERS_DIR=%s\n", dir)
+	return nil
 }
 
 // register registers the members as a user does, with fluxfed member add: each lends the hub
-// the namespaces of the demo's two roots, and nothing else.
+// the namespaces of the demo's two roots, and nothing else. What member add prints is shown for
+// the first member up to the next steps it suggests, which are what the demo does next; for the
+// others, which go through the same steps, only the line that says the member is Ready.
 func register(ctx context.Context, f *fleet.Fleet, out io.Writer, say func(string, ...any)) error {
-	for _, m := range f.Members {
-		if err := fluxfed(ctx, f, out, say, "member", "add", m.Name, "--member-context", m.Name, "--hub-context", f.Hub.Name,
+	for i, m := range f.Members {
+		var printed bytes.Buffer
+		if err := fluxfed(ctx, f, &printed, say, "member", "add", m.Name, "--member-context", m.Name, "--hub-context", f.Hub.Name,
 			"--lend", namespace+","+elasticNamespace); err != nil {
+			_, _ = printed.WriteTo(out)
 			return err
+		}
+		for line := range strings.Lines(printed.String()) {
+			if strings.HasPrefix(line, "  "+m.Name+": next: ") {
+				break
+			}
+			if i == 0 || strings.HasPrefix(line, "  "+m.Name+": Ready after ") {
+				fmt.Fprint(out, line)
+			}
 		}
 	}
 	return nil
@@ -182,12 +205,11 @@ func demo(ctx context.Context, f *fleet.Fleet, out io.Writer, say func(string, .
 		if err := hubClient.Get(ctx, client.ObjectKeyFromObject(root), root); err != nil {
 			return err
 		}
-		var phases []string
+		now := fmt.Sprintf("hub: root ready %d/%d", root.Status.Ready, root.Spec.Size)
 		for _, b := range root.Status.Bursts {
-			phases = append(phases, fmt.Sprintf("%s %s (%d/%d)", b.Name, b.Phase, b.Ready, b.Size))
+			now += fmt.Sprintf(" | %s %s %d/%d", b.Name, b.Phase, b.Ready, b.Size)
 		}
-		now := fmt.Sprintf("root ready %d/%d; %s", root.Status.Ready, root.Spec.Size, strings.Join(phases, ", "))
-		if now != last {
+		if now != last && len(root.Status.Bursts) > 0 {
 			say("%s", now)
 			last = now
 		}
@@ -211,7 +233,7 @@ func demo(ctx context.Context, f *fleet.Fleet, out io.Writer, say func(string, .
 		return err
 	}
 	stopEarly() // the whole federation's stand-ins take over rank 0 and the NodePort
-	sim, err := join(ctx, root, sides, say)
+	sim, err := join(ctx, root, sides)
 	if err != nil {
 		return err
 	}
@@ -219,39 +241,23 @@ func demo(ctx context.Context, f *fleet.Fleet, out io.Writer, say func(string, .
 	if err := awaitReachable(ctx, f, root, say); err != nil {
 		return err
 	}
-
-	if err := printRoot(out, root); err != nil {
-		return err
-	}
-	fmt.Fprintln(out, "\n== The members, as the hub sees them")
-	if err := fluxfed(ctx, f, out, say, "member", "list", "--hub-context", f.Hub.Name); err != nil {
-		return err
-	}
-	printPods(out, root, sides)
-	printJoin(out, sim.Result())
-	err = elastic(ctx, f, out, say, func(root *fluxv1alpha2.MiniCluster) (instance, error) {
-		x, err := f.StartFlux(ctx, root, filepath.Join(f.Env.Dir, "flux-"+root.Name))
-		if err != nil {
-			return nil, err
-		}
-		say("A stand-in flux answers in rank 0's container (kwok runs exec on this machine); a rank is online once its stand-in broker joins rank 0")
-		return standIn{x}, nil
-	})
-	if err != nil {
-		return err
-	}
+	printJoin(out, say, sim.Result())
 	sim.Close() // the stand-in instance's overlay takes over rank 0 and the NodePort
 	x, err := answerFlux(ctx, f, root, say)
 	if err != nil {
 		return err
 	}
 	defer x.Stop()
-	fmt.Fprintln(out, "\n== The federation, as fluxfed status shows it to a user")
-	if err := fluxfed(ctx, f, out, say, statusArgs(f, root.Name, namespace)...); err != nil {
+	if err := fluxfed(ctx, f, out, say, statusArgs(f)...); err != nil {
 		return err
 	}
-	printPoke(out, f)
-	return nil
+	return elastic(ctx, f, out, say, func(root *fluxv1alpha2.MiniCluster) (instance, error) {
+		x, err := f.StartFlux(ctx, root, filepath.Join(f.Env.Dir, "flux-"+root.Name))
+		if err != nil {
+			return nil, err
+		}
+		return standIn{x}, nil
+	})
 }
 
 // answerFlux makes a stand-in Flux instance (e2e/fluxsim) answer the hub in root's lead broker
@@ -263,7 +269,7 @@ func answerFlux(ctx context.Context, f *fleet.Fleet, root *fluxv1alpha2.MiniClus
 	if err != nil {
 		return nil, err
 	}
-	say("A stand-in flux answers in %s's rank 0 container too: the hub reports what Flux sees of its bursts", root.Name)
+	say("A stand-in flux answers the hub in %s's rank 0 container (kwok runs exec on this machine); a rank is online once its stand-in broker joins rank 0", root.Name)
 	hubClient := f.Clients["hub"]
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -274,7 +280,7 @@ func answerFlux(ctx context.Context, f *fleet.Fleet, root *fluxv1alpha2.MiniClus
 		fs := root.Status.Flux
 		if fs != nil && fs.State == "run" && fs.Message == "" && fs.Size > 0 && fs.Online == fs.Size &&
 			meta.IsStatusConditionTrue(root.Status.Conditions, fluxv1alpha2.ConditionLeadBrokerReachable) {
-			say("Flux %s, %d/%d ranks online", fs.State, fs.Online, fs.Size)
+			say("hub: Flux %s, %d/%d ranks online", fs.State, fs.Online, fs.Size)
 			return x, nil
 		}
 		if time.Now().After(deadline) {
@@ -291,10 +297,10 @@ func answerFlux(ctx context.Context, f *fleet.Fleet, root *fluxv1alpha2.MiniClus
 	}
 }
 
-// statusArgs are the arguments of fluxfed status for a root of the demo. The members are read
-// with the administrator's contexts: the hub's identity there may read MiniClusters, not pods.
-func statusArgs(f *fleet.Fleet, name, ns string) []string {
-	args := []string{"status", name, "-n", ns, "--context", f.Hub.Name}
+// statusArgs are the arguments of fluxfed status for the demo's root, bursting-root. The
+// members are read with the administrator's contexts.
+func statusArgs(f *fleet.Fleet) []string {
+	args := []string{"status", "bursting-root", "-n", namespace, "--context", f.Hub.Name}
 	for _, m := range f.Members {
 		args = append(args, "--member-context", m.Name+"="+m.Name)
 	}
@@ -381,13 +387,11 @@ func answerEarly(ctx context.Context, f *fleet.Fleet, root *fluxv1alpha2.MiniClu
 // the clusters' networks would route it: the burst brokers dial the lead broker's NodePort,
 // which a stand-in for kube-proxy serves on the hub's node. The stand-ins keep serving until
 // the returned Sim is closed.
-func join(ctx context.Context, root *fluxv1alpha2.MiniCluster, sides []fleet.Side, say func(string, ...any)) (*brokersim.Sim, error) {
+func join(ctx context.Context, root *fluxv1alpha2.MiniCluster, sides []fleet.Side) (*brokersim.Sim, error) {
 	n, err := fleet.Network(root, sides)
 	if err != nil {
 		return nil, err
 	}
-	lead := root.Status.LeadBroker
-	say("Starting a stand-in broker for every pod; rank 0's is behind the lead broker's NodePort %s:%d", lead.Address, lead.Port)
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	return brokersim.Start(ctx, fleet.Brokers(sides, nil), n)
@@ -428,81 +432,36 @@ func awaitReachable(ctx context.Context, f *fleet.Fleet, root *fluxv1alpha2.Mini
 	}
 }
 
-func printRoot(out io.Writer, root *fluxv1alpha2.MiniCluster) error {
-	fmt.Fprintf(out, "\n== The root MiniCluster %s/%s on the hub\n", root.Namespace, root.Name)
-	lead := root.Status.LeadBroker
-	fmt.Fprintf(out, "lead broker:     %s:%d  (Service %s-lead-broker, NodePort, on the node that runs rank 0)\n", lead.Address, lead.Port, root.Name)
-	fmt.Fprintf(out, "global hostlist: %s\n", root.Status.Hostlist)
-	fmt.Fprintln(out, "conditions:")
-	for _, c := range root.Status.Conditions {
-		fmt.Fprintf(out, "  %-20s %-6s %-16s %s\n", c.Type, c.Status, c.Reason, c.Message)
-	}
-	fmt.Fprintln(out, "bursts:")
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "  NAME\tCLUSTER\tNAMESPACE\tSIZE\tREADY\tPHASE\tMESSAGE")
-	for _, b := range root.Status.Bursts {
-		fmt.Fprintf(w, "  %s\t%s\t%s\t%d\t%d\t%s\t%s\n", b.Name, b.Cluster, b.Namespace, b.Size, b.Ready, b.Phase, b.Message)
-	}
-	return w.Flush()
-}
-
-// printPods lists the broker pods of every cluster with their rank in the global hostlist.
-func printPods(out io.Writer, root *fluxv1alpha2.MiniCluster, sides []fleet.Side) {
-	hosts, err := hostlist.Expand(root.Status.Hostlist)
-	if err != nil {
-		fmt.Fprintf(out, "(cannot expand the hostlist: %v)\n", err)
+// printJoin reports what rank 0's stand-in saw.
+func printJoin(out io.Writer, say func(string, ...any), res *brokersim.Result) {
+	joined := fmt.Sprintf("The overlay of stand-in brokers, one per pod (pods are simulated: no real Flux runs), the burst brokers routed through the lead broker's NodePort: rank 0 (%s) saw %d of %d ranks join in %v",
+		res.Root, len(res.Online), len(res.Hosts), res.JoinTime.Round(time.Millisecond/10))
+	if res.Complete() {
+		say("%s; every rank answers it", joined)
 		return
 	}
-	fmt.Fprintln(out, "\n== Broker pods, by rank")
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "  RANK\tCLUSTER\tPOD\tHOSTNAME\tNODE\tPHASE")
-	type row struct {
-		rank int
-		line string
-	}
-	var rows []row
-	for _, s := range sides {
-		for _, p := range s.Pods {
-			rank := slices.Index(hosts, p.Spec.Hostname)
-			rows = append(rows, row{rank, fmt.Sprintf("  %d\t%s\t%s/%s\t%s\t%s\t%s", rank, s.Cluster, p.Namespace, p.Name, p.Spec.Hostname, p.Spec.NodeName, p.Status.Phase)})
-		}
-	}
-	slices.SortFunc(rows, func(a, b row) int { return a.rank - b.rank })
-	for _, r := range rows {
-		fmt.Fprintln(w, r.line)
-	}
-	_ = w.Flush()
-	if len(rows) < len(hosts) {
-		fmt.Fprintf(out, "  (%d of %d hosts have a pod: the rest are reserved)\n", len(rows), len(hosts))
+	say("%s; missing: %v", joined, res.Missing())
+	for _, fl := range res.Failures {
+		fmt.Fprintf(out, "  %s\n", fl.Error())
 	}
 }
 
-// printJoin reports what rank 0's stand-in saw.
-func printJoin(out io.Writer, res *brokersim.Result) {
-	fmt.Fprintln(out, "\n== The overlay (stand-in brokers: pods are simulated here, so no real Flux runs)")
-	fmt.Fprintf(out, "rank 0 (%s) saw %d of %d ranks join in %v; ", res.Root, len(res.Online), len(res.Hosts), res.JoinTime.Round(time.Millisecond/10))
-	if res.Complete() {
-		fmt.Fprintln(out, "every rank answers it.")
-	} else {
-		fmt.Fprintf(out, "missing: %v\n", res.Missing())
-		for _, fl := range res.Failures {
-			fmt.Fprintf(out, "  %s\n", fl.Error())
-		}
+// printPoke says how to look at the clusters while they run, with KEEP=1.
+func printPoke(out io.Writer, f *fleet.Fleet, keep bool) {
+	if !keep {
+		fmt.Fprintln(out, "\nKEEP=1 make demo leaves all this running, and says how to look at it and how to stop it.")
+		return
 	}
-}
-
-func printPoke(out io.Writer, f *fleet.Fleet) {
-	kubectl := "kubectl"
+	fmt.Fprintf(out, "\n== Poke at it\n")
 	if dir, err := k8sbin.Dir("kubectl"); err == nil {
-		kubectl = filepath.Join(dir, "kubectl")
+		fmt.Fprintf(out, "  alias kubectl=%s   # the kubectl the demo built, if you have none\n", filepath.Join(dir, "kubectl"))
 	}
-	fmt.Fprintf(out, "\n== Poke at it (with KEEP=1 make demo)\n")
 	fmt.Fprintf(out, "  export KUBECONFIG=%s\n", f.Env.Kubeconfig)
-	fmt.Fprintf(out, "  %s --context hub -n %s get minicluster bursting-root -o yaml\n", kubectl, namespace)
-	fmt.Fprintf(out, "  %s --context member-a -n %s get minicluster,jobs,pods\n", kubectl, namespace)
-	fmt.Fprintf(out, "  %s --context hub get memberclusters -o wide\n", kubectl)
-	fmt.Fprintf(out, "  %s --context hub -n %s get events --field-selector involvedObject.name=bursting-root\n", kubectl, namespace)
-	fmt.Fprintf(out, "  %s --context hub -n %s get minicluster on-demand -o jsonpath='{.status.flux}'   # what Flux sees\n", kubectl, elasticNamespace)
-	fmt.Fprintf(out, "  %s --context hub -n %s delete minicluster bursting-root   # the children go too\n", kubectl, namespace)
+	fmt.Fprintf(out, "  %s %s\n", cmp.Or(os.Getenv("FLUXFED_BIN"), "bin/fluxfed"), strings.Join(statusArgs(f), " "))
+	fmt.Fprintf(out, "  kubectl --context hub -n %s get minicluster bursting-root -o yaml\n", namespace)
+	fmt.Fprintf(out, "  kubectl --context member-a -n %s get minicluster,jobs,pods\n", namespace)
+	fmt.Fprintf(out, "  kubectl --context hub -n %[1]s exec $(kubectl --context hub -n %[1]s get pod -l job-name=bursting-root,batch.kubernetes.io/job-completion-index=0 -o name) -- sh -c 'flux uptime'   # the stand-in Flux\n", namespace)
+	fmt.Fprintf(out, "  kubectl --context hub -n %s get events --field-selector involvedObject.name=on-demand\n", elasticNamespace)
+	fmt.Fprintf(out, "  kubectl --context hub -n %s delete minicluster bursting-root   # the children go too\n", namespace)
 	fmt.Fprintf(out, "  manager logs: %s/<cluster>/logs/fluxfed.log\n", f.Env.Dir)
 }

@@ -43,7 +43,7 @@ func realDemo(ctx context.Context, f *fleet.Fleet, out io.Writer, say func(strin
 		if err := hubClient.Get(ctx, key, root); err != nil {
 			return err
 		}
-		now := describe(root, nil)
+		now := describeHub(root)
 		if now != last {
 			say("%s", now)
 			last = now
@@ -61,18 +61,9 @@ func realDemo(ctx context.Context, f *fleet.Fleet, out io.Writer, say func(strin
 		}
 	}
 	say("Every rank of the federation is online in the root's Flux instance, as the hub reads it, %v after the apply", time.Since(applied).Round(100*time.Millisecond))
-	if err := printRoot(out, root); err != nil {
+	if err := fluxfed(ctx, f, out, say, statusArgs(f)...); err != nil {
 		return err
 	}
-	fmt.Fprintln(out, "\n== The members, as the hub sees them")
-	if err := fluxfed(ctx, f, out, say, "member", "list", "--hub-context", f.Hub.Name); err != nil {
-		return err
-	}
-	sides, err := f.Federation(ctx, root)
-	if err != nil {
-		return err
-	}
-	printPods(out, root, sides)
 
 	size := strconv.Itoa(int(root.Status.Flux.Size))
 	fmt.Fprintln(out, "\n== One job on every rank of the three clusters")
@@ -87,15 +78,10 @@ func realDemo(ctx context.Context, f *fleet.Fleet, out io.Writer, say func(strin
 		fmt.Fprintf(out, "  %s\n", l)
 	}
 
-	err = elastic(ctx, f, out, say, func(root *fluxv1alpha2.MiniCluster) (instance, error) {
+	return elastic(ctx, f, out, say, func(root *fluxv1alpha2.MiniCluster) (instance, error) {
 		say("Real Flux runs behind every broker pod; the hub asks it every %v at first, backing off to %v while nothing changes", hub.DefaultFluxInterval, hub.DefaultFluxIntervalMax)
 		return realInstance{f: f, root: client.ObjectKeyFromObject(root)}, nil
 	})
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(out, "\n== The federation, as fluxfed status shows it to a user")
-	return fluxfed(ctx, f, out, say, statusArgs(f, root.Name, namespace)...)
 }
 
 // realJoinTimeout bounds the wait for every rank: about 15 s on an idle machine.
