@@ -113,7 +113,10 @@ func awaitOverlay(ctx context.Context, x *fleet.Flux) error {
 	deadline := time.Now().Add(2 * time.Minute)
 	for len(x.Changes()) == 0 {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("no run of the overlay within 2m: %v", x.Err())
+			if err := x.Err(); err != nil {
+				return fmt.Errorf("no run of the overlay within 2m: %w", err)
+			}
+			return errors.New("no run of the overlay within 2m")
 		}
 		select {
 		case <-ctx.Done():
