@@ -57,6 +57,8 @@ func testAMemberClusterReportsTheMember(t *testing.T, f *federation) {
 		f.tableColumns(t, schema.GroupVersionResource{Group: fedv1alpha1.GroupName, Version: "v1alpha1", Resource: "memberclusters"}, 0))
 	require.Equal(t, []string{"Fluxfed", "Credentials", "Cluster-ID", "Heartbeat"},
 		f.tableColumns(t, schema.GroupVersionResource{Group: fedv1alpha1.GroupName, Version: "v1alpha1", Resource: "memberclusters"}, 1))
+	require.Equal(t, []string{"Name", "Size", "Ready", "Phase", "Bursts", "Age"},
+		f.tableColumns(t, schema.GroupVersionResource{Group: fluxv1alpha2.GroupName, Version: "v1alpha2", Resource: "miniclusters"}, 0))
 	require.Equal(t, []string{"Lead-Broker"},
 		f.tableColumns(t, schema.GroupVersionResource{Group: fluxv1alpha2.GroupName, Version: "v1alpha2", Resource: "miniclusters"}, 1))
 }

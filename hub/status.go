@@ -89,7 +89,7 @@ type FederationStatus struct {
 	Bursts []fluxv1alpha2.BurstStatus
 	// Conditions are Bursting, BurstsReady and LeadBrokerReachable.
 	Conditions []metav1.Condition
-	// Summary is status.burstSummary: "<ready>/<bursts>".
+	// Summary is status.burstSummary: "<ready>/<bursts>", and the bursts at size 0 apart.
 	Summary string
 	// Pushed is status.pushed: the root's ledger, what the hub created on members.
 	Pushed []fluxv1alpha2.PushedObject
@@ -141,7 +141,7 @@ func ComputeFederationStatus(root *fluxv1alpha2.MiniCluster, bursts []BurstObser
 			ready++
 		}
 	}
-	st.Summary = fmt.Sprintf("%d/%d", ready, len(pushed))
+	st.Summary = burstSummary(st.Bursts)
 
 	// Keep the transition times of the conditions we own: SetStatusCondition only moves them
 	// when a condition's status changes.
@@ -177,6 +177,28 @@ func ComputeFederationStatus(root *fluxv1alpha2.MiniCluster, bursts []BurstObser
 		set(fluxv1alpha2.ConditionLeadBrokerReachable, metav1.ConditionFalse, leadReason, leadErr.Error())
 	}
 	return st
+}
+
+// burstSummary is status.burstSummary, the BURSTS column: "<ready>/<bursts>" over the bursts
+// that run brokers, and the bursts at size 0 apart ("1/2 (+1 reserved)"). A burst at size 0 is
+// as its spec asks, but nothing of it runs: counted as ready, it would read as brokers at work.
+func burstSummary(bursts []fluxv1alpha2.BurstStatus) string {
+	ready, running, reserved := 0, 0, 0
+	for _, s := range bursts {
+		switch {
+		case s.Phase == fluxv1alpha2.BurstReserved:
+			reserved++
+		case settled(s.Phase):
+			ready++
+			running++
+		default:
+			running++
+		}
+	}
+	if reserved == 0 {
+		return fmt.Sprintf("%d/%d", ready, running)
+	}
+	return fmt.Sprintf("%d/%d (+%d reserved)", ready, running, reserved)
 }
 
 type setCondition func(conditionType string, status metav1.ConditionStatus, reason, message string)

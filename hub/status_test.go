@@ -292,9 +292,25 @@ func TestStatusSummary(t *testing.T) {
 		{bursts: []BurstObservation{obs("a", 1).with(ready), obs("b", 1).with(ready)}, want: "2/2"},
 		{bursts: []BurstObservation{obs("a", 1).with(ready), obs("b", 1).with(unreachable)}, want: "1/2"},
 		{bursts: []BurstObservation{obs("a", 1), {Name: "r", Size: 2, Reserved: true}}, want: "0/1"},
+		// A burst at size 0 runs nothing: it is not counted as ready, but apart.
+		{bursts: []BurstObservation{obs("a", 1).with(ready), obs("b", 0)}, want: "1/1 (+1 reserved)"},
+		{bursts: []BurstObservation{obs("a", 0), obs("b", 0)}, want: "0/0 (+2 reserved)"},
+		{bursts: []BurstObservation{obs("a", 2), obs("b", 0), obs("c", 1).with(ready)}, want: "1/2 (+1 reserved)"},
+		// At size 0 on a member that does not answer, what is there cannot be known: not reserved.
+		{bursts: []BurstObservation{obs("a", 0).with(unreachable)}, want: "0/1"},
 	} {
 		require.Equal(t, tt.want, ComputeFederationStatus(statusRoot(), tt.bursts, addressed, "", nil, statusNow).Summary)
 	}
+	// The widest summary fits status.burstSummary (at most 32 characters).
+	wide := make([]fluxv1alpha2.BurstStatus, 0, 64)
+	for i := range 64 {
+		phase := fluxv1alpha2.BurstReady
+		if i%2 == 1 {
+			phase = fluxv1alpha2.BurstReserved
+		}
+		wide = append(wide, fluxv1alpha2.BurstStatus{Phase: phase})
+	}
+	require.LessOrEqual(t, len(burstSummary(wide)), 32)
 }
 
 // TestStatusOfAMemberNotCheckedYet: after a restart, a burst whose member the hub has not

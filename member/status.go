@@ -130,7 +130,23 @@ func computeStatus(mc *fluxv1alpha2.MiniCluster, obs observation, err error, now
 	default:
 		set(fluxv1alpha2.ConditionFailed, metav1.ConditionFalse, fluxv1alpha2.ReasonJobRunning, "no failure observed")
 	}
+	st.Phase = phaseOf(st.Conditions)
 	return st
+}
+
+// phaseOf is status.phase, the PHASE column: the first of Failed, Complete and Ready that is
+// True names it, else the MiniCluster is Pending.
+func phaseOf(conditions []metav1.Condition) fluxv1alpha2.MiniClusterPhase {
+	switch {
+	case meta.IsStatusConditionTrue(conditions, fluxv1alpha2.ConditionFailed):
+		return fluxv1alpha2.MiniClusterFailed
+	case meta.IsStatusConditionTrue(conditions, fluxv1alpha2.ConditionComplete):
+		return fluxv1alpha2.MiniClusterComplete
+	case meta.IsStatusConditionTrue(conditions, fluxv1alpha2.ConditionReady):
+		return fluxv1alpha2.MiniClusterRunning
+	default:
+		return fluxv1alpha2.MiniClusterPending
+	}
 }
 
 // readyMessage says how many of size broker pods are ready. After spec.size was lowered the Job
@@ -160,7 +176,7 @@ func jobCondition(job *batchv1.Job, t batchv1.JobConditionType) *batchv1.JobCond
 func statusChanged(current, computed fluxv1alpha2.MiniClusterStatus) bool {
 	if current.ObservedGeneration != computed.ObservedGeneration || current.Size != computed.Size ||
 		current.MaximumSize != computed.MaximumSize || current.Selector != computed.Selector ||
-		current.Ready != computed.Ready || current.Hostlist != computed.Hostlist {
+		current.Ready != computed.Ready || current.Hostlist != computed.Hostlist || current.Phase != computed.Phase {
 		return true
 	}
 	for _, c := range computed.Conditions {

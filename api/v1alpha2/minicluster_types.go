@@ -19,7 +19,8 @@ import (
 // +kubebuilder:subresource:scale:specpath=.spec.size,statuspath=.status.size,selectorpath=.status.selector
 // +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.spec.size`,description="Number of broker pods requested"
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.ready`,description="Broker pods running and ready"
-// +kubebuilder:printcolumn:name="Bursts",type=string,JSONPath=`.status.burstSummary`,description="Bursts ready of the bursts that name a member cluster"
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`,description="Where the MiniCluster's own brokers are: Pending, Running, Complete or Failed"
+// +kubebuilder:printcolumn:name="Bursts",type=string,JSONPath=`.status.burstSummary`,description="Bursts ready of the bursts that run brokers on a member cluster, and those at size 0 apart"
 // +kubebuilder:printcolumn:name="Lead-Broker",type=string,JSONPath=`.status.leadBroker.endpoint`,priority=1,description="Where the bursts reach the lead broker"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS label (lowercase letters, digits and '-', starting and ending with a letter or digit, no dots) because it prefixes every pod hostname",fieldPath=".metadata"

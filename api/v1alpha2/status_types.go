@@ -54,8 +54,16 @@ type MiniClusterStatus struct {
 	// +kubebuilder:validation:MaxLength=65536
 	Hostlist string `json:"hostlist,omitempty"`
 
-	// burstSummary counts the bursts that name a member cluster and are ready, as
-	// "<ready>/<bursts>", for example "1/2"; it is what the BURSTS column shows.
+	// phase says in one word where the MiniCluster's own brokers are, from its conditions Ready,
+	// Complete and Failed: Pending, Running, Complete or Failed (see MiniClusterPhase); it is
+	// what the PHASE column shows. Its bursts are in burstSummary and bursts.
+	// +optional
+	Phase MiniClusterPhase `json:"phase,omitempty"`
+
+	// burstSummary counts the bursts that name a member cluster and run brokers there (size
+	// above 0), as "<ready>/<bursts>", for example "1/2"; bursts at size 0, whose ranks are
+	// reserved and run nowhere, are counted apart: "1/2 (+1 reserved)", or "0/0 (+2 reserved)"
+	// when none runs. It is what the BURSTS column shows.
 	// +optional
 	// +kubebuilder:validation:MaxLength=32
 	BurstSummary string `json:"burstSummary,omitempty"`
@@ -210,6 +218,26 @@ type BurstStatus struct {
 	// +kubebuilder:validation:MaxLength=32768
 	Message string `json:"message,omitempty"`
 }
+
+// MiniClusterPhase says in one word where a MiniCluster's own brokers are. The member
+// reconciler computes it from the conditions it sets, the first that applies winning.
+//
+// +kubebuilder:validation:Enum=Pending;Running;Complete;Failed
+type MiniClusterPhase string
+
+const (
+	// MiniClusterFailed means Failed is True: the MiniCluster cannot make progress without a
+	// change (its Job failed, or an object could not be applied); the condition says why.
+	MiniClusterFailed MiniClusterPhase = "Failed"
+	// MiniClusterComplete means Complete is True: the lead broker's work is done.
+	MiniClusterComplete MiniClusterPhase = "Complete"
+	// MiniClusterRunning means Ready is True: every one of spec.size broker pods runs and is
+	// ready.
+	MiniClusterRunning MiniClusterPhase = "Running"
+	// MiniClusterPending means none of the above yet: the Job is being created, some broker
+	// pods are not ready, or the MiniCluster waits (Ready's reason and message say for what).
+	MiniClusterPending MiniClusterPhase = "Pending"
+)
 
 // BurstPhase summarises the state of a burst on its member cluster.
 //
