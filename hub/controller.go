@@ -159,7 +159,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (re
 	if err := r.ensureFinalizer(ctx, root); err != nil {
 		return reconcile.Result{}, err
 	}
+	r.restoreFlux(root)
 	return r.burst(ctx, root)
+}
+
+// restoreFlux reports the series of root's Flux instance (internal/metrics) as its status.flux
+// recorded them, until the hub has asked the instance itself: a restarted hub would otherwise
+// show none until the instance's next answer, which may be long in coming, or never come.
+func (r *Reconciler) restoreFlux(root *fluxv1alpha2.MiniCluster) {
+	if _, asked := r.fluxWatches.Load(root.UID); asked {
+		return
+	}
+	metrics.SetFlux(root.Namespace, root.Name, root.Status.Flux)
 }
 
 // burst runs one root through the phases: observe the lead broker and the members, push the
@@ -191,7 +202,7 @@ func (r *Reconciler) burst(ctx context.Context, root *fluxv1alpha2.MiniCluster) 
 		reportFlux(obs, events)
 		idle := r.scale(ctx, root, fed, obs, events)
 		r.push(ctx, root, p, fed, events)
-		fed.flux = fluxStatus(obs)
+		fed.flux = fluxStatus(obs, root.Status.Flux)
 		fed.requeue = sooner(fed.requeue, obs.next, idle, r.joinFlux(fed.plan, obs, fed.bursts))
 	}
 	removeErr := r.removeStale(ctx, root, p, fed, events)

@@ -257,12 +257,17 @@ func containerRunning(p *corev1.Pod, name string) bool {
 	return false
 }
 
-// fluxStatus is status.flux for what was observed.
-func fluxStatus(obs fluxObservation) *fluxv1alpha2.FluxStatus {
+// fluxStatus is status.flux for what was observed. last is status.flux as it was: when the
+// instance could not be asked and the hub has no answer of its own (it restarted since), the
+// fields last seen are those last recorded, not lost with the hub's memory.
+func fluxStatus(obs fluxObservation, last *fluxv1alpha2.FluxStatus) *fluxv1alpha2.FluxStatus {
 	if obs.view == nil && obs.err == nil {
 		return nil
 	}
 	st := &fluxv1alpha2.FluxStatus{}
+	if obs.view == nil && last != nil {
+		*st = *last
+	}
 	if v := obs.view; v != nil {
 		d := v.Demand()
 		st.State, st.Size = v.Uptime.State, int32(v.Uptime.Size)
