@@ -1,10 +1,10 @@
 // Command demo shows fluxfed bursting one Flux instance over three clusters on this machine
 // (`make demo`): it starts a hub and two members as local processes, installs and runs fluxfed
 // on each, registers the members, applies examples/bursting-root.yaml on the hub, waits for
-// every broker, and prints what a user would look at. Then it applies
+// every broker, and shows the root once, in full, with fluxfed status. Then it applies
 // examples/bursting-on-demand.yaml, whose bursts are reserved at 0, submits a job that needs
-// them, and follows the hub growing the bursts, Flux seeing the new ranks, the job running,
-// and the bursts shrinking once idle. It ends with fluxfed status of both roots. Pods are
+// them, and follows, one line per change, the hub growing the bursts, Flux seeing the new
+// ranks, the job running, and the bursts shrinking once idle. Pods are
 // simulated (kwok), so a stand-in flux (e2e/fluxsim) answers the hub in each root's rank 0
 // container, and stand-in brokers (e2e/brokersim) show that the rendered configs join one
 // overlay: the burst brokers reach rank 0 through the lead broker's NodePort on the hub's node,
