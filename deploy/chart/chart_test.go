@@ -179,7 +179,12 @@ var (
 		"ClusterRole fluxfed-hub", "ClusterRoleBinding fluxfed-hub", "CustomResourceDefinition memberclusters.fluxfed.io",
 		// The hub's ownership key, created in the members namespace.
 		"Role fluxfed-hub", "RoleBinding fluxfed-hub",
-	})
+	}, gateway)
+	// The hub's gateway, behind fluxfed logs and fluxfed exec.
+	gateway = []string{
+		"APIService v1alpha1.gateway.fluxfed.io", "ClusterRole fluxfed-gateway-edit", "ClusterRole fluxfed-gateway-view",
+		"RoleBinding fluxfed-gateway-authentication-reader in kube-system", "Service fluxfed-gateway",
+	}
 	member = slices.Concat(single, []string{
 		"ClusterRole fluxfed-hub-burst", "ClusterRole fluxfed-hub-member", "ClusterRoleBinding fluxfed-hub-member",
 		"ServiceAccount fluxfed-hub",
@@ -211,7 +216,14 @@ var chartCases = []chartCase{
 	{
 		name: "hub", values: map[string]any{"mode": "hub"},
 		objects: sorted(hub),
-		args:    []string{"--leader-elect", "--hub", "--members-namespace=fluxfed-system"},
+		args: []string{"--leader-elect", "--hub", "--members-namespace=fluxfed-system", "--gateway-bind-address=:8444",
+			"--gateway-service=fluxfed-system/fluxfed-gateway"},
+	},
+	{
+		name: "hub without the gateway", values: map[string]any{"mode": "hub", "hub": map[string]any{"gateway": map[string]any{"enabled": false}}},
+		objects: sorted(without(hub, gateway...)),
+		args:    []string{"--hub"},
+		notArgs: []string{"--gateway-bind-address=:8444"},
 	},
 	{
 		// fluxfed member add installs the hub's identity.
@@ -239,6 +251,7 @@ var chartCases = []chartCase{
 				"memberConnectTimeout": "5s", "memberTimeout": "20s", "memberHealthInterval": "10s",
 				"memberHealthTimeout": "2s", "cleanupTimeout": "5m", "orphanSweepInterval": "10m",
 				"fluxInterval": "30s", "fluxIntervalMax": "5m", "fluxTimeout": "15s", "joinTimeout": "3m",
+				"leadProbeInterval": "20s", "leadAddressAllow": []any{"10.1.0.0/16"}, "gateway": map[string]any{"port": 9444},
 			},
 			"serviceMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "prometheus"}},
 			"metrics":        map[string]any{"service": map[string]any{"enabled": false}},
@@ -250,7 +263,8 @@ var chartCases = []chartCase{
 			"--skip-member-namespaces", "--member-api-qps=30", "--member-api-burst=60", "--member-connect-timeout=5s",
 			"--member-timeout=20s", "--member-health-interval=10s", "--member-health-timeout=2s",
 			"--cleanup-timeout=5m", "--orphan-sweep-interval=10m", "--flux-interval=30s", "--flux-interval-max=5m",
-			"--flux-timeout=15s", "--join-timeout=3m", "--kube-api-qps=50", "--kube-api-burst=100",
+			"--flux-timeout=15s", "--join-timeout=3m", "--lead-probe-interval=20s", "--lead-address-allow=10.1.0.0/16",
+			"--gateway-bind-address=:9444", "--gateway-service=fluxfed-system/fluxfed-gateway", "--kube-api-qps=50", "--kube-api-burst=100",
 			"--max-concurrent-reconciles=4", "--zap-log-level=debug", "--zap-encoder=console",
 		},
 		notArgs: []string{"--leader-elect"},
@@ -317,9 +331,11 @@ func TestChartRendersEachMode(t *testing.T) {
 					continue
 				}
 				// Lent namespaces hold the member's RoleBindings, the members namespace the hub's
-				// Role for its ownership key: ids above says which.
+				// Role for its ownership key, kube-system the gateway's reading of the front-proxy
+				// settings: ids above says which.
 				elsewhere := (o.GetKind() == "RoleBinding" && o.GetName() == "fluxfed-hub-burst") ||
-					(strings.HasPrefix(o.GetKind(), "Role") && o.GetName() == "fluxfed-hub")
+					(strings.HasPrefix(o.GetKind(), "Role") && o.GetName() == "fluxfed-hub") ||
+					(o.GetKind() == "RoleBinding" && o.GetName() == "fluxfed-gateway-authentication-reader")
 				if !elsewhere {
 					require.Equal(t, namespace, o.GetNamespace(), "%s %s", o.GetKind(), o.GetName())
 				}

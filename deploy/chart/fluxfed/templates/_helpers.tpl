@@ -83,7 +83,14 @@ app.kubernetes.io/component: manager
 {{- if $h.skipMemberNamespaces }}
 - --skip-member-namespaces
 {{- end }}
-{{- range $flag, $key := dict "member-api-qps" "memberAPIQPS" "member-api-burst" "memberAPIBurst" "member-connect-timeout" "memberConnectTimeout" "member-timeout" "memberTimeout" "member-health-interval" "memberHealthInterval" "member-health-timeout" "memberHealthTimeout" "cleanup-timeout" "cleanupTimeout" "orphan-sweep-interval" "orphanSweepInterval" "flux-interval" "fluxInterval" "flux-interval-max" "fluxIntervalMax" "flux-timeout" "fluxTimeout" "join-timeout" "joinTimeout" }}
+{{- with $h.leadAddressAllow }}
+- --lead-address-allow={{ join "," . }}
+{{- end }}
+{{- if $h.gateway.enabled }}
+- --gateway-bind-address=:{{ $h.gateway.port }}
+- --gateway-service={{ .Release.Namespace }}/fluxfed-gateway
+{{- end }}
+{{- range $flag, $key := dict "member-api-qps" "memberAPIQPS" "member-api-burst" "memberAPIBurst" "member-connect-timeout" "memberConnectTimeout" "member-timeout" "memberTimeout" "member-health-interval" "memberHealthInterval" "member-health-timeout" "memberHealthTimeout" "cleanup-timeout" "cleanupTimeout" "orphan-sweep-interval" "orphanSweepInterval" "flux-interval" "fluxInterval" "flux-interval-max" "fluxIntervalMax" "flux-timeout" "fluxTimeout" "join-timeout" "joinTimeout" "lead-probe-interval" "leadProbeInterval" }}
 {{- with index $h $key }}
 - --{{ $flag }}={{ . }}
 {{- end }}
