@@ -69,7 +69,6 @@ type Server struct {
 	opts  Options
 	hub   kubernetes.Interface
 	proxy func(ctx context.Context) (*FrontProxy, error)
-	exec  http.Handler
 }
 
 // New returns a gateway.
