@@ -4,10 +4,11 @@
 //
 //	go run ./tools/test -exec /path/to/loopback -timeout 10m -timeouts 'hub=30m,e2e/realflux=40m' -- -count=1
 //
-// -timeouts names packages by their path in the module; the others get -timeout. The packages
-// of one timeout run in one `go test -json` (so in parallel, as go test runs packages), the
-// groups one after another, longest timeout first. Flags after -- go to every go test; with -v
-// every line of output is shown, as go test -v shows it.
+// -timeouts names packages by their path in the module; the others get -timeout. Each package
+// runs in a go test -json of its own, -p at a time as go test runs packages, those with the
+// longest timeouts (the longest tests) first, so that they do not end up running alone at the
+// end. Flags after -- go to every go test; with -v every line of output is shown, as go test -v
+// shows it.
 package main
 
 import (
@@ -21,8 +22,10 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -44,6 +47,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	timeout := fs.Duration("timeout", 10*time.Minute, "go test -timeout of the packages -timeouts does not name")
 	timeouts := fs.String("timeouts", "", "comma-separated path=duration: the -timeout of a package, by its path in the module")
 	pkgs := fs.String("pkgs", "./...", "the packages, as go test takes them")
+	parallel := fs.Int("p", runtime.GOMAXPROCS(0), "how many packages are tested at once")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -55,45 +59,70 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	module = strings.TrimSpace(module)
 	list, err := goOutput(ctx, append([]string{"list"}, strings.Fields(*pkgs)...)...)
 	if err != nil {
 		return err
 	}
-	groups, err := group(strings.Fields(list), strings.TrimSpace(module), table, *timeout, *pkgs == "./...")
+	runs, err := plan(strings.Fields(list), module, table, *timeout, *pkgs == "./...")
 	if err != nil {
 		return err
 	}
 	testFlags := fs.Args()
-	r := newReport(stdout, strings.TrimSpace(module)+"/", verbose(testFlags))
+	r := newReport(stdout, module+"/", verbose(testFlags))
+	for _, p := range runs {
+		r.timeouts[p.pkg] = p.timeout
+	}
 	start := time.Now()
+	queue := make(chan pkgRun)
+	errs := make(chan error, len(runs))
+	var wg sync.WaitGroup
+	for range max(*parallel, 1) {
+		wg.Go(func() {
+			for p := range queue {
+				errs <- goTest(ctx, r, p, *execFlag, testFlags, stderr)
+			}
+		})
+	}
+	for _, p := range runs {
+		queue <- p
+	}
+	close(queue)
+	wg.Wait()
+	close(errs)
 	var failed []error
-	for _, g := range groups {
-		goArgs := []string{"test", "-json", "-timeout", g.timeout.String()}
-		if *execFlag != "" {
-			goArgs = append(goArgs, "-exec", *execFlag)
-		}
-		goArgs = append(goArgs, testFlags...)
-		goArgs = append(goArgs, g.packages...)
-		for _, p := range g.packages {
-			r.timeouts[p] = g.timeout
-		}
-		cmd := exec.CommandContext(ctx, "go", goArgs...)
-		cmd.Stderr = stderr
-		out, err := cmd.StdoutPipe()
+	for err := range errs {
 		if err != nil {
-			return err
-		}
-		if err := cmd.Start(); err != nil {
-			return fmt.Errorf("starting go test: %w", err)
-		}
-		readErr := r.read(out)
-		if err := errors.Join(cmd.Wait(), readErr); err != nil {
-			failed = append(failed, fmt.Errorf("go test -timeout %v (%d packages): %w", g.timeout, len(g.packages), err))
+			failed = append(failed, err)
 		}
 	}
 	r.summary(time.Since(start))
 	if r.failures() > 0 || len(failed) > 0 {
 		return errors.Join(append([]error{fmt.Errorf("%d packages failed", r.failures())}, failed...)...)
+	}
+	return nil
+}
+
+// goTest runs go test -json on one package and hands its events to r.
+func goTest(ctx context.Context, r *report, p pkgRun, execPath string, testFlags []string, stderr io.Writer) error {
+	goArgs := []string{"test", "-json", "-timeout", p.timeout.String()}
+	if execPath != "" {
+		goArgs = append(goArgs, "-exec", execPath)
+	}
+	goArgs = append(goArgs, testFlags...)
+	goArgs = append(goArgs, p.pkg)
+	cmd := exec.CommandContext(ctx, "go", goArgs...)
+	cmd.Stderr = stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting go test: %w", err)
+	}
+	readErr := r.read(out)
+	if err := errors.Join(cmd.Wait(), readErr); err != nil {
+		return fmt.Errorf("go test -timeout %v %s: %w", p.timeout, p.pkg, err)
 	}
 	return nil
 }
@@ -130,18 +159,19 @@ func parseTimeouts(s string) (map[string]time.Duration, error) {
 	return table, nil
 }
 
-// testGroup is the packages that run with one timeout.
-type testGroup struct {
-	timeout  time.Duration
-	packages []string
+// pkgRun is one package and its timeout.
+type pkgRun struct {
+	pkg     string
+	timeout time.Duration
 }
 
-// group sorts packages by their timeout, longest first. When packages are the whole module
-// (all), a path in table that names none of them is an error: a table that no longer matches the
-// module would give a package the fallback timeout silently.
-func group(packages []string, module string, table map[string]time.Duration, fallback time.Duration, all bool) ([]testGroup, error) {
-	byTimeout := map[time.Duration][]string{}
+// plan gives every package its timeout and orders them longest timeout first (then by path).
+// When packages are the whole module (all), a path in table that names none of them is an
+// error: a table that no longer matches the module would give a package the fallback timeout
+// silently.
+func plan(packages []string, module string, table map[string]time.Duration, fallback time.Duration, all bool) ([]pkgRun, error) {
 	used := map[string]bool{}
+	var runs []pkgRun
 	for _, p := range packages {
 		rel := strings.TrimPrefix(strings.TrimPrefix(p, module), "/")
 		d, ok := table[rel]
@@ -150,7 +180,7 @@ func group(packages []string, module string, table map[string]time.Duration, fal
 		} else {
 			d = fallback
 		}
-		byTimeout[d] = append(byTimeout[d], p)
+		runs = append(runs, pkgRun{pkg: p, timeout: d})
 	}
 	var unknown []string
 	for path := range table {
@@ -162,12 +192,10 @@ func group(packages []string, module string, table map[string]time.Duration, fal
 		slices.Sort(unknown)
 		return nil, fmt.Errorf("-timeouts names %s, which is not among the packages tested (%s/...)", strings.Join(unknown, ", "), module)
 	}
-	var groups []testGroup
-	for d, ps := range byTimeout {
-		groups = append(groups, testGroup{timeout: d, packages: ps})
-	}
-	slices.SortFunc(groups, func(a, b testGroup) int { return cmp.Compare(b.timeout, a.timeout) })
-	return groups, nil
+	slices.SortStableFunc(runs, func(a, b pkgRun) int {
+		return cmp.Or(cmp.Compare(b.timeout, a.timeout), strings.Compare(a.pkg, b.pkg))
+	})
+	return runs, nil
 }
 
 // verbose reports whether the go test flags ask for -v.

@@ -64,22 +64,23 @@ func TestTheVerboseReportPrintsEveryLine(t *testing.T) {
 	require.Contains(t, out.String(), "--- PASS: TestFine (0.00s)\nPASS\nok  \ttj/e\t0.002s\n")
 }
 
-func TestPackagesAreGroupedByTheirTimeoutLongestFirst(t *testing.T) {
+func TestPackagesRunLongestTimeoutFirst(t *testing.T) {
 	table, err := parseTimeouts("hub=30m, e2e/realflux=40m,./e2e=15m")
 	require.NoError(t, err)
 	packages := []string{"m/api", "m/e2e", "m/e2e/realflux", "m/hub", "m/hub/probe"}
-	groups, err := group(packages, "m", table, 10*time.Minute, true)
+	runs, err := plan(packages, "m", table, 10*time.Minute, true)
 	require.NoError(t, err)
-	require.Equal(t, []testGroup{
-		{timeout: 40 * time.Minute, packages: []string{"m/e2e/realflux"}},
-		{timeout: 30 * time.Minute, packages: []string{"m/hub"}},
-		{timeout: 15 * time.Minute, packages: []string{"m/e2e"}},
-		{timeout: 10 * time.Minute, packages: []string{"m/api", "m/hub/probe"}},
-	}, groups)
+	require.Equal(t, []pkgRun{
+		{pkg: "m/e2e/realflux", timeout: 40 * time.Minute},
+		{pkg: "m/hub", timeout: 30 * time.Minute},
+		{pkg: "m/e2e", timeout: 15 * time.Minute},
+		{pkg: "m/api", timeout: 10 * time.Minute},
+		{pkg: "m/hub/probe", timeout: 10 * time.Minute},
+	}, runs)
 
-	_, err = group(packages[:2], "m", table, 10*time.Minute, true)
+	_, err = plan(packages[:2], "m", table, 10*time.Minute, true)
 	require.EqualError(t, err, "-timeouts names e2e/realflux, hub, which is not among the packages tested (m/...)")
-	_, err = group(packages[:2], "m", table, 10*time.Minute, false)
+	_, err = plan(packages[:2], "m", table, 10*time.Minute, false)
 	require.NoError(t, err, "a subset of the packages need not match the whole table")
 }
 

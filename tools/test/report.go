@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -34,6 +35,7 @@ type result struct {
 // output of the tests that failed (or of every test, verbose), build errors; and at the end
 // every package's time.
 type report struct {
+	mu      sync.Mutex // guards everything below while go tests run
 	out     io.Writer
 	prefix  string // the module's path and a slash, cut from package paths in the summary
 	verbose bool
@@ -49,17 +51,20 @@ func newReport(out io.Writer, prefix string, verbose bool) *report {
 		tests: map[string]bool{}, timeouts: map[string]time.Duration{}}
 }
 
-// read handles the events of one go test -json until r ends.
+// read handles the events of one go test -json until in ends. Several may read at once, one
+// per go test; events are handled one at a time.
 func (r *report) read(in io.Reader) error {
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
+		r.mu.Lock()
 		var e event
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil || e.Action == "" {
 			fmt.Fprintln(r.out, sc.Text()) // not an event: go test printed it as is
-			continue
+		} else {
+			r.handle(e)
 		}
-		r.handle(e)
+		r.mu.Unlock()
 	}
 	return sc.Err()
 }
@@ -126,6 +131,8 @@ func (r *report) flushAll(pkg string) {
 
 // failures is how many packages failed so far.
 func (r *report) failures() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	n := 0
 	for _, res := range r.results {
 		if res.action == "fail" {
@@ -137,7 +144,9 @@ func (r *report) failures() int {
 
 // summary prints the time of every package that ran tests, longest first, with its timeout.
 func (r *report) summary(wall time.Duration) {
+	r.mu.Lock()
 	results := slices.Clone(r.results)
+	r.mu.Unlock()
 	slices.SortStableFunc(results, func(a, b result) int { return cmp.Compare(b.elapsed, a.elapsed) })
 	fmt.Fprintln(r.out, "\nPackage times, longest first (time, go test -timeout, result, package):")
 	passed, skipped := 0, 0
