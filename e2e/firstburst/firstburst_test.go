@@ -23,26 +23,10 @@ import (
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/e2e/fleet"
 	"github.com/fluxfed/fluxfed/e2e/netguard"
+	"github.com/fluxfed/fluxfed/e2e/testenv"
 )
 
 func TestMain(m *testing.M) { os.Exit(netguard.Check(m.Run())) }
-
-// root is what a user writes: two brokers on the hub, three on member-a.
-const root = `apiVersion: flux-framework.org/v1alpha2
-kind: MiniCluster
-metadata:
-  name: first-burst
-spec:
-  size: 2
-  containers:
-    - image: ghcr.io/rse-ops/lammps-mpich:tag-latest
-      command: lmp -in in.reaxc.hns
-  flux:
-    bursting:
-      expose: {type: NodePort}
-      clusters:
-        - {name: burst-a, size: 3, cluster: member-a}
-`
 
 // TestFromZeroToABurstInThreeCommands: fluxfed installed on the hub in hub mode and on the
 // member (the fleet applies deploy/hub and deploy/default as `kubectl apply --server-side -k`
@@ -74,8 +58,8 @@ func TestFromZeroToABurstInThreeCommands(t *testing.T) {
 	require.Contains(t, out, "member-a: Ready after")
 	require.Contains(t, out, "kubectl --context hub apply -n research -f")
 
-	file := filepath.Join(dir, "first-burst.yaml")
-	require.NoError(t, os.WriteFile(file, []byte(root), 0o644))
+	// examples/first-burst.yaml: two brokers on the hub, three on member-a.
+	file := filepath.Join(testenv.RepoRoot(), "examples", "first-burst.yaml")
 	start := time.Now()
 	run(kubectl, "--context", "hub", "apply", "-n", "research", "-f", file)
 
