@@ -13,10 +13,12 @@ import (
 
 // testdata/mixed.jsonl is go test -json of five packages (times dropped, stack traces cut): tj/a
 // has a passing and a failing test, tj/b does not build, tj/c times out in a test, tj/d has no
-// test files, tj/e passes.
+// test files, tj/e passes. tj/a and tj/e print a line outside their tests, which go test shows
+// only for the package that failed.
 const mixedText = `# tj/b
 b/b_test.go:3:32: expected operand, found '}'
 FAIL	tj/b [setup failed]
+a: set up
 === RUN   TestBad
     a_test.go:4: why
     a_test.go:4: boom
@@ -62,6 +64,7 @@ func TestTheVerboseReportPrintsEveryLine(t *testing.T) {
 	require.NoError(t, r.read(in))
 	require.Contains(t, out.String(), "=== RUN   TestOK\n    a_test.go:3: hello\n--- PASS: TestOK (0.00s)\n")
 	require.Contains(t, out.String(), "--- PASS: TestFine (0.00s)\nPASS\nok  \ttj/e\t0.002s\n")
+	require.Contains(t, out.String(), "e: set up\n")
 }
 
 func TestPackagesRunLongestTimeoutFirst(t *testing.T) {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -31,6 +30,9 @@ type result struct {
 	tests   bool // whether it ran any test
 }
 
+// line is a line of output of a package, of a test or (test empty) of the test binary.
+type line struct{ test, text string }
+
 // report prints go test -json as go test prints its text: a package's ok or FAIL line, the
 // output of the tests that failed (or of every test, verbose), build errors; and at the end
 // every package's time.
@@ -39,15 +41,15 @@ type report struct {
 	out     io.Writer
 	prefix  string // the module's path and a slash, cut from package paths in the summary
 	verbose bool
-	// output of the tests running, by package and test, until they end.
-	output   map[string]map[string][]string
+	// output of every package running, in order, without that of the tests that passed.
+	output   map[string][]line
 	results  []result
 	tests    map[string]bool
 	timeouts map[string]time.Duration
 }
 
 func newReport(out io.Writer, prefix string, verbose bool) *report {
-	return &report{out: out, prefix: prefix, verbose: verbose, output: map[string]map[string][]string{},
+	return &report{out: out, prefix: prefix, verbose: verbose, output: map[string][]line{},
 		tests: map[string]bool{}, timeouts: map[string]time.Duration{}}
 }
 
@@ -73,21 +75,28 @@ func (r *report) handle(e event) {
 	switch {
 	case e.Action == "build-output":
 		fmt.Fprint(r.out, e.Output)
-	case e.Test != "":
-		r.handleTest(e)
-	case e.Action == "output":
-		// The package's own lines: ok or FAIL with its time, and whatever a test binary printed
-		// outside a test. go test prints PASS only with -v. Before FAIL, a test that never
-		// ended (a timeout, a panic) is where the package failed.
+	case e.Action == "output" && r.verbose:
+		fmt.Fprint(r.out, e.Output)
+	case e.Action == "output" && e.Test == "" && isSummary(e.Output):
+		// A package's ok or FAIL line: what it printed is shown only when it failed, as go test
+		// shows it, with what the tests that passed printed left out.
 		if strings.HasPrefix(e.Output, "FAIL") {
-			r.flushAll(e.Package)
+			r.flush(e.Package)
 		}
-		if e.Output != "PASS\n" || r.verbose {
-			fmt.Fprint(r.out, e.Output)
-		}
+		delete(r.output, e.Package)
+		fmt.Fprint(r.out, e.Output)
+	case e.Action == "output":
+		r.output[e.Package] = append(r.output[e.Package], line{test: e.Test, text: e.Output})
+	case e.Test != "" && (e.Action == "pass" || e.Action == "skip"):
+		r.tests[e.Package] = true
+		r.output[e.Package] = slices.DeleteFunc(r.output[e.Package], func(l line) bool {
+			return l.test == e.Test || strings.HasPrefix(l.test, e.Test+"/")
+		})
+	case e.Test != "":
+		r.tests[e.Package] = true
 	case e.Action == "pass" || e.Action == "fail" || e.Action == "skip":
 		if e.Action == "fail" {
-			r.flushAll(e.Package)
+			r.flush(e.Package) // a package that ended without its FAIL line (a build failure)
 		}
 		delete(r.output, e.Package)
 		r.results = append(r.results, result{pkg: e.Package, action: e.Action,
@@ -95,38 +104,22 @@ func (r *report) handle(e event) {
 	}
 }
 
-func (r *report) handleTest(e event) {
-	r.tests[e.Package] = true
-	switch e.Action {
-	case "output":
-		if r.verbose {
-			fmt.Fprint(r.out, e.Output)
-			return
+// isSummary reports whether a package's line of output is the one go test ends it with.
+func isSummary(text string) bool {
+	for _, prefix := range []string{"ok  \t", "FAIL\t", "?   \t"} {
+		if strings.HasPrefix(text, prefix) {
+			return true
 		}
-		if r.output[e.Package] == nil {
-			r.output[e.Package] = map[string][]string{}
-		}
-		r.output[e.Package][e.Test] = append(r.output[e.Package][e.Test], e.Output)
-	case "fail":
-		r.flush(e.Package, e.Test)
-	case "pass", "skip":
-		delete(r.output[e.Package], e.Test)
 	}
+	return false
 }
 
-// flush prints the output kept of a test and forgets it.
-func (r *report) flush(pkg, test string) {
-	for _, line := range r.output[pkg][test] {
-		fmt.Fprint(r.out, line)
+// flush prints the output kept of pkg, in order, and forgets it.
+func (r *report) flush(pkg string) {
+	for _, l := range r.output[pkg] {
+		fmt.Fprint(r.out, l.text)
 	}
-	delete(r.output[pkg], test)
-}
-
-// flushAll prints the output kept of every test of pkg that has not ended.
-func (r *report) flushAll(pkg string) {
-	for _, test := range slices.Sorted(maps.Keys(r.output[pkg])) {
-		r.flush(pkg, test)
-	}
+	delete(r.output, pkg)
 }
 
 // failures is how many packages failed so far.
