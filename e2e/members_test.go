@@ -102,8 +102,8 @@ func TestMemberClustersAreObjectsWithHealthAndIdentity(t *testing.T) {
 	out, err = kubectl(t, "get", "memberclusters")
 	require.NoError(t, err, out)
 	t.Logf("kubectl get memberclusters:\n%s", out)
-	require.Regexp(t, `NAME\s+READY\s+VERSION\s+NODES\s+CHILDREN\s+AGE`, out)
-	require.Regexp(t, `member-a\s+True\s+v1\.36\.3\s+2\s+\d+`, out)
+	require.Regexp(t, `NAME\s+READY\s+VERSION\s+NODES\s+CHILDREN\s+REASON\s+AGE`, out)
+	require.Regexp(t, `member-a\s+True\s+v1\.36\.3\s+2\s+\d+\s+Connected\s`, out)
 
 	system := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-system"}}
 	require.True(t, get(t, "member-a", system))
