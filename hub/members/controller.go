@@ -53,6 +53,10 @@ type Reconciler struct {
 	queue workqueue.TypedRateLimitingInterface[mcreconcile.Request]
 }
 
+// DefaultNamespace is the hub namespace that holds the members' kubeconfig Secrets unless the
+// hub is told otherwise (its --members-namespace): where `fluxfed member add` puts them too.
+const DefaultNamespace = "fluxfed-system"
+
 // Setup adds the MemberCluster reconciler to mgr. namespace is the hub namespace whose Secrets
 // hold the members' kubeconfigs. registry must be the provider mgr was built with.
 func Setup(mgr mcmanager.Manager, registry *Registry, namespace string) error {
@@ -165,10 +169,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (re
 	r.registry.Set(r.registration(ctx, mc))
 	snap, _ := r.registry.Snapshot(mc.Name)
 	now := r.registry.opts.Clock()
-	// The heartbeat is recorded when a RecordInterval passed, less the health interval by
-	// which the last answer may precede this reconcile, so that a member visited every
-	// RecordInterval is recorded every time, not every other time.
-	record := max(r.registry.opts.RecordInterval-r.registry.opts.HealthInterval, r.registry.opts.RecordInterval/2)
+	record := heartbeatAfter(r.registry.opts.RecordInterval, r.registry.opts.HealthInterval)
 	st := ComputeStatus(mc, snap, r.children(ctx, snap, now), metav1.NewTime(now), record)
 	if err := r.writeStatus(ctx, mc, st); err != nil {
 		return reconcile.Result{}, err
@@ -178,6 +179,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (re
 		return reconcile.Result{RequeueAfter: r.registry.opts.RecordInterval}, nil
 	}
 	return reconcile.Result{}, nil
+}
+
+// heartbeatAfter is how old a recorded heartbeat must be for a newer answer to replace it: a
+// record interval, less the health interval by which the last answer may precede a reconcile,
+// so that a member visited every record interval is recorded every time, not every other time.
+func heartbeatAfter(recordInterval, healthInterval time.Duration) time.Duration {
+	return max(recordInterval-healthInterval, recordInterval/2)
 }
 
 // health is the value of the health label of fluxfed_member_health for a phase.
