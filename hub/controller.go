@@ -34,7 +34,6 @@ import (
 	"github.com/fluxfed/fluxfed/bursting"
 	"github.com/fluxfed/fluxfed/hub/members"
 	"github.com/fluxfed/fluxfed/internal/metrics"
-	"github.com/fluxfed/fluxfed/member/apply"
 )
 
 // Members is what the hub asks of its members: the registry (members.Registry).
@@ -228,12 +227,6 @@ func sooner(waits ...time.Duration) time.Duration {
 	return d
 }
 
-// isRefusal reports whether err is a refusal to apply, which is reported, not retried as is.
-func isRefusal(err error) bool {
-	var refusal *apply.Refusal
-	return errors.As(err, &refusal)
-}
-
 // isRootOfHub tells the roots the hub reconciles: MiniClusters with a burst to push, and those
 // still carrying the hub's finalizer (their bursts were moved off the members, or they are being
 // deleted).
@@ -325,27 +318,6 @@ func (r *Reconciler) rootsOf(ctx context.Context, member string) []mcreconcile.R
 		}
 	}
 	return out
-}
-
-// forEachMember runs fn for every member at once, each with its own MemberTimeout, and returns
-// the errors by member: a member that hangs delays the others by no more than its timeout.
-func (r *Reconciler) forEachMember(ctx context.Context, names []string, fn func(ctx context.Context, member string) error) map[string]error {
-	var mu sync.Mutex
-	errs := map[string]error{}
-	var wg sync.WaitGroup
-	for _, name := range names {
-		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(ctx, r.opts.MemberTimeout)
-			defer cancel()
-			if err := fn(ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("member", name)), name); err != nil {
-				mu.Lock()
-				errs[name] = err
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	return errs
 }
 
 // now is the hub's clock as a metav1.Time.

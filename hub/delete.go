@@ -12,7 +12,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -231,15 +230,6 @@ func (r *Reconciler) updateOrphans(ctx context.Context, member string, change fu
 // under the hub's field owner, owns the rest of their status.
 const fieldOwnerOrphans = fluxv1alpha2.FieldOwnerHub + "-orphans"
 
-// reachable returns the members the hub may push to now.
-func (r *Reconciler) reachable() []string {
-	var out []string
-	for _, n := range r.members.ListClusters() {
-		out = append(out, string(n))
-	}
-	return out
-}
-
 // forget drops what the hub remembers of a root.
 func (r *Reconciler) forget(root *fluxv1alpha2.MiniCluster) {
 	r.probes.Delete(root.UID)
@@ -355,26 +345,6 @@ func (r *Reconciler) deleteProven(ctx context.Context, p *prover, member string,
 		}
 	}
 	return deleted, done, errors.Join(failed...)
-}
-
-// deleteByUID deletes obj, as it was read: another object of its name is left alone. One
-// already gone counts as deleted; the UID precondition's failure is returned as a Conflict.
-func deleteByUID(ctx context.Context, c client.Client, obj client.Object) error {
-	uid := obj.GetUID()
-	err := c.Delete(ctx, obj, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting %s: %w", describe(obj), err)
-	}
-	return nil
-}
-
-// recordedObject returns an empty object of p's kind that names p.
-func recordedObject(p fluxv1alpha2.PushedObject) client.Object {
-	meta := metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name}
-	if p.Kind == "Secret" {
-		return &corev1.Secret{ObjectMeta: meta}
-	}
-	return &fluxv1alpha2.MiniCluster{ObjectMeta: meta}
 }
 
 // discover enters in root's ledger l what the caches of the given members hold of the root and
@@ -533,26 +503,6 @@ func childNameOf(p fluxv1alpha2.PushedObject) string {
 	return p.Name
 }
 
-// deleteExactly deletes obj as it was read: a changed object (adopted by a re-created root, for
-// example) is left alone. An object already gone counts as deleted.
-func deleteExactly(ctx context.Context, c client.Client, obj client.Object) error {
-	uid, rv := obj.GetUID(), obj.GetResourceVersion()
-	err := c.Delete(ctx, obj, client.Preconditions{UID: &uid, ResourceVersion: &rv}, client.PropagationPolicy(metav1.DeletePropagationBackground))
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting %s: %w", describe(obj), err)
-	}
-	return nil
-}
-
-// describe names an object pushed to a member: "MiniCluster ns/name" or "Secret ns/name".
-func describe(obj client.Object) string {
-	kind := "MiniCluster"
-	if _, ok := obj.(*corev1.Secret); ok {
-		kind = "Secret"
-	}
-	return kind + " " + obj.GetNamespace() + "/" + obj.GetName()
-}
-
 // ensureFinalizer adds the hub's finalizer to root with server-side apply: the hub owns that
 // entry of metadata.finalizers and nothing else.
 func (r *Reconciler) ensureFinalizer(ctx context.Context, root *fluxv1alpha2.MiniCluster) error {
@@ -585,13 +535,4 @@ func (r *Reconciler) applyFinalizer(ctx context.Context, root *fluxv1alpha2.Mini
 		return fmt.Errorf("applying the finalizer %s: %w", fluxv1alpha2.FinalizerBursts, err)
 	}
 	return nil
-}
-
-// metaApplyObject is an apply request for root that carries only its identity.
-func metaApplyObject(root *fluxv1alpha2.MiniCluster) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{Object: map[string]any{}}
-	u.SetGroupVersionKind(fluxv1alpha2.GroupVersion.WithKind("MiniCluster"))
-	u.SetNamespace(root.Namespace)
-	u.SetName(root.Name)
-	return u
 }

@@ -121,11 +121,6 @@ type fluxObservation struct {
 	w    *fluxWatch
 }
 
-// unreadableError is an answer of flux that the hub cannot read.
-type unreadableError struct{ error }
-
-func (e *unreadableError) Unwrap() error { return e.error }
-
 // reportFlux queues a Warning event when the hub lost its view of the root's instance this
 // reconcile: it keeps the last view, and decides no scaling step on it.
 func reportFlux(obs fluxObservation, events *eventQueue) {

@@ -14,53 +14,8 @@ import (
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/bursting"
 	"github.com/fluxfed/fluxfed/hub/members"
-	"github.com/fluxfed/fluxfed/member/apply"
 	"github.com/fluxfed/fluxfed/member/render/names"
 )
-
-// federation is what one reconcile of a root observed and did: the input of its status.
-type federation struct {
-	// lead is what was found out about the lead broker.
-	lead lead
-	// plan is the federation's plan; nil while the lead broker's address is pending, when there
-	// is nothing to tell the children.
-	plan *bursting.Plan
-	// cert is the root's CURVE certificate file; empty until the member reconciler created it.
-	cert []byte
-	// bursts are what was observed of each burst, in the spec's order, reserved ones included.
-	bursts []BurstObservation
-	// requeue is when to look again although nothing changed (a lead broker that did not answer,
-	// the next question to the root's Flux instance).
-	requeue time.Duration
-	// flux is status.flux: what the root's instance said, nil before it was asked.
-	flux *fluxv1alpha2.FluxStatus
-}
-
-// lead is what the hub found out about a root's lead broker this reconcile.
-type lead struct {
-	// endpoint is the advertised endpoint; its Address is empty while it is pending.
-	endpoint bursting.Endpoint
-	// reason and err say where the endpoint came from, or why it is pending or not answering.
-	reason string
-	err    error
-}
-
-// err joins the errors of the bursts that failed for a reason a retry may fix.
-func (f *federation) err() error {
-	var errs []error
-	for _, o := range f.bursts {
-		if o.Err != nil {
-			errs = append(errs, fmt.Errorf("burst %s on member %s: %w", o.Name, o.Cluster, o.Err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// invalidError is a federation that cannot be planned: retrying cannot help, a change of the
-// spec can.
-type invalidError struct{ error }
-
-func (e *invalidError) Unwrap() error { return e.error }
 
 // observe finds the lead broker's endpoint (svc is its Service as applied, nil if it could not
 // be), greets it, plans the federation and asks each burst's member whether it can be used. A
@@ -134,15 +89,6 @@ func (o *BurstObservation) observeMember() {
 		}
 		o.Err, o.ErrReason = fmt.Errorf("member %s is not ready (%s): %s", o.Cluster, s.Reason, s.Message), reason
 	}
-}
-
-// reasonOf returns the condition reason of err: a refusal's own, else fallback.
-func reasonOf(err error, fallback string) string {
-	var refusal *apply.Refusal
-	if errors.As(err, &refusal) {
-		return refusal.Reason
-	}
-	return fallback
 }
 
 // leadNode returns the node that runs the root's rank 0, nil when it is not scheduled.

@@ -2,7 +2,6 @@ package hub
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -13,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -351,12 +349,6 @@ func (r *Reconciler) pushSecret(ctx context.Context, p *prover, l *ledger, appli
 	return nil
 }
 
-// waitError is why a burst waits without failing: an object of its child's name that the hub
-// created for a root that is gone is being deleted.
-type waitError struct{ message string }
-
-func (e *waitError) Error() string { return e.message }
-
 // judgeConflict tells apart, when err refused to apply obj (named by its namespace and name) on
 // member because it is not this root's, what is in the way: an object the hub created for a root
 // that is gone (an earlier root of the same name, whose children are still going) is deleted,
@@ -418,39 +410,6 @@ func (r *Reconciler) rootOf(ctx context.Context, origin fluxv1alpha2.Origin) (*f
 	return nil, nil
 }
 
-// classify returns the condition reason of an error met pushing to a member: a refusal's own
-// reason, ApplyFailed when the member answered and refused, MemberUnreachable when it did not
-// answer (or answered that it could not serve).
-func classify(err error) string {
-	var refusal *apply.Refusal
-	if errors.As(err, &refusal) {
-		return refusal.Reason
-	}
-	if reason := policyReason(err); reason != fluxv1alpha2.ReasonInvalidSpec {
-		return reason
-	}
-	var status apierrors.APIStatus
-	if errors.As(err, &status) && status.Status().Code > 0 && status.Status().Code < 500 &&
-		!apierrors.IsTimeout(err) && !apierrors.IsTooManyRequests(err) {
-		return fluxv1alpha2.ReasonApplyFailed
-	}
-	return fluxv1alpha2.ReasonMemberUnreachable
-}
-
-// policyReason returns the condition reason of a refusal by the member's policy: the namespace,
-// the pods' Pod Security level, or else a child that cannot be rendered to be checked.
-func policyReason(err error) string {
-	var nsErr *policy.NamespaceError
-	var podErr *policy.PodSecurityError
-	switch {
-	case errors.As(err, &nsErr):
-		return fluxv1alpha2.ReasonNamespaceNotAllowed
-	case errors.As(err, &podErr):
-		return fluxv1alpha2.ReasonPodSecurityViolation
-	}
-	return fluxv1alpha2.ReasonInvalidSpec
-}
-
 // reportMove queues an event when the advertised endpoint changed: the children were given the
 // new one.
 func (r *Reconciler) reportMove(root *fluxv1alpha2.MiniCluster, endpoint bursting.Endpoint, events *eventQueue) {
@@ -460,28 +419,4 @@ func (r *Reconciler) reportMove(root *fluxv1alpha2.MiniCluster, endpoint burstin
 	}
 	events.add(corev1.EventTypeNormal, EventLeadBrokerMoved, "UpdateChildren",
 		"the lead broker moved from %s:%d to %s; the children were given the new endpoint", old.Address, old.Port, endpoint)
-}
-
-// toUnstructured converts a typed object or apply configuration into the request of a
-// server-side apply, without the fields a client never sends (status, creation timestamp).
-func toUnstructured(obj any) (*unstructured.Unstructured, error) {
-	data, err := json.Marshal(obj)
-	if err != nil {
-		return nil, fmt.Errorf("encoding %T: %w", obj, err)
-	}
-	u := &unstructured.Unstructured{}
-	if err := json.Unmarshal(data, &u.Object); err != nil {
-		return nil, fmt.Errorf("decoding %T: %w", obj, err)
-	}
-	delete(u.Object, "status")
-	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
-	return u, nil
-}
-
-func keys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }

@@ -4,22 +4,17 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
-	"github.com/fluxfed/fluxfed/flux"
-	"github.com/fluxfed/fluxfed/hub/members"
 	"github.com/fluxfed/fluxfed/internal/metrics"
-	"github.com/fluxfed/fluxfed/internal/text"
 )
 
 // hubConditions are the condition types the hub owns on a root MiniCluster, in the order they
@@ -28,59 +23,6 @@ var hubConditions = []string{
 	fluxv1alpha2.ConditionBursting,
 	fluxv1alpha2.ConditionBurstsReady,
 	fluxv1alpha2.ConditionLeadBrokerReachable,
-}
-
-// BurstObservation is what the hub saw of one burst entry this reconcile.
-type BurstObservation struct {
-	// Name is the burst's name, as in spec.flux.bursting.clusters.
-	Name string
-	// Cluster is the member cluster the entry names; empty for a reserved burst.
-	Cluster string
-	// Namespace is the child's namespace on the member.
-	Namespace string
-	// Size is the number of the burst's brokers that should run now; 0 leaves nothing of the
-	// burst on its member.
-	Size int32
-	// MaxSize is the number of ranks reserved for the burst.
-	MaxSize int32
-	// Reserved is true for an entry that names no cluster: the hub does not push it, someone
-	// else brings its brokers up (the Flux Operator's model).
-	Reserved bool
-	// Keep is true when nothing can be said of the burst yet: its member has not been checked
-	// since the hub started. The burst is reported as it was.
-	Keep bool
-	// Waiting says why the child is not applied yet although nothing failed: an object of its
-	// name that the hub created for a root that is gone is being deleted first.
-	Waiting string
-	// Withdraw is true when the member's owner no longer allows the burst (its namespace or its
-	// pods' Pod Security level): what the hub pushed for it is deleted.
-	Withdraw bool
-	// Err is nil, or why the child could not be applied or read: the member is not registered,
-	// not ready, or refused the child.
-	Err error
-	// ErrReason is the condition reason for Err (fluxv1alpha2.ReasonMemberNotFound,
-	// ReasonMemberUnreachable, ReasonConflict, ...). Empty means ReasonApplyFailed.
-	ErrReason string
-	// Child is the child MiniCluster as read back from the member, nil when it is not there.
-	Child *fluxv1alpha2.MiniCluster
-	// Flux counts the burst's reserved ranks as the root's Flux instance sees them; nil when it
-	// has not been asked, or does not run yet.
-	Flux *flux.Count
-	// Joined is true when the instance sees every broker the burst runs online; NotJoining
-	// explains why the burst's brokers have been running without joining for too long.
-	Joined     bool
-	NotJoining string
-
-	// member is the member's state this reconcile.
-	member members.State
-}
-
-// reason returns the condition reason of a failed observation.
-func (o BurstObservation) reason() string {
-	if o.ErrReason == "" {
-		return fluxv1alpha2.ReasonApplyFailed
-	}
-	return o.ErrReason
 }
 
 // FederationStatus is the part of a root's status the hub owns.
@@ -482,35 +424,3 @@ func conditionTransitions(before, after []metav1.Condition) []metav1.Condition {
 	}
 	return out
 }
-
-// eventQueue holds the events of one reconcile until the status they describe is written.
-type eventQueue struct {
-	mu     sync.Mutex
-	events []queuedEvent
-}
-
-type queuedEvent struct {
-	eventType, reason, action, message string
-}
-
-func (q *eventQueue) add(eventType, reason, action, format string, args ...any) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.events = append(q.events, queuedEvent{eventType, reason, action, fmt.Sprintf(format, args...)})
-}
-
-// flush records the queued events on obj, their messages cut to what an event may hold.
-func (q *eventQueue) flush(recorder events.EventRecorder, obj runtime.Object) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	for _, e := range q.events {
-		recorder.Eventf(obj, nil, e.eventType, e.reason, e.action, "%s", text.Truncate(e.message, maxEventMessage))
-	}
-	q.events = nil
-}
-
-// The longest note and action the events API accepts.
-const (
-	maxEventMessage = text.MaxEventNote
-	maxEventAction  = text.MaxEventAction
-)
