@@ -29,8 +29,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fluxfed/fluxfed/e2e/k8sbin"
-	"github.com/fluxfed/fluxfed/e2e/testenv"
 	"github.com/fluxfed/fluxfed/internal/metrics"
+	"github.com/fluxfed/fluxfed/internal/testenv"
 )
 
 func kustomize(t *testing.T, dir string) []*unstructured.Unstructured {

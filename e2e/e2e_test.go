@@ -31,8 +31,8 @@ import (
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/e2e/fleet"
 	"github.com/fluxfed/fluxfed/e2e/netguard"
-	"github.com/fluxfed/fluxfed/e2e/testenv"
 	"github.com/fluxfed/fluxfed/hub/members"
+	"github.com/fluxfed/fluxfed/internal/testenv"
 )
 
 const (

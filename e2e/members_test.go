@@ -29,7 +29,7 @@ import (
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/e2e/clusters"
 	"github.com/fluxfed/fluxfed/e2e/k8sbin"
-	"github.com/fluxfed/fluxfed/e2e/testenv"
+	"github.com/fluxfed/fluxfed/internal/testenv"
 )
 
 // kubectl runs kubectl against the hub and returns its output.

@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
-	"github.com/fluxfed/fluxfed/e2e/testenv"
+	"github.com/fluxfed/fluxfed/internal/testenv"
 	"github.com/fluxfed/fluxfed/member/render"
 )
 

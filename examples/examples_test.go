@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
-	"github.com/fluxfed/fluxfed/e2e/testenv"
+	"github.com/fluxfed/fluxfed/internal/testenv"
 )
 
 // TestExamplesApply creates every MiniCluster under examples/ with strict field validation, so a

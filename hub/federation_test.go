@@ -44,9 +44,9 @@ import (
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/api/v1alpha2/v1alpha2test"
 	"github.com/fluxfed/fluxfed/e2e/netguard"
-	"github.com/fluxfed/fluxfed/e2e/testenv"
 	"github.com/fluxfed/fluxfed/hub"
 	"github.com/fluxfed/fluxfed/hub/members"
+	"github.com/fluxfed/fluxfed/internal/testenv"
 	"github.com/fluxfed/fluxfed/member"
 )
 

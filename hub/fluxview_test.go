@@ -16,9 +16,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
-	"github.com/fluxfed/fluxfed/e2e/testenv"
 	"github.com/fluxfed/fluxfed/flux"
 	"github.com/fluxfed/fluxfed/hub"
+	"github.com/fluxfed/fluxfed/internal/testenv"
 )
 
 // fluxState is a stand-in instance: the ranks online, those fluxfed drained (drained, no job

@@ -23,9 +23,9 @@ import (
 	fedv1alpha1 "github.com/fluxfed/fluxfed/api/fluxfed/v1alpha1"
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/e2e/fluxcheck"
-	"github.com/fluxfed/fluxfed/e2e/testenv"
 	"github.com/fluxfed/fluxfed/hub"
 	"github.com/fluxfed/fluxfed/internal/metrics"
+	"github.com/fluxfed/fluxfed/internal/testenv"
 	"github.com/fluxfed/fluxfed/member/render/names"
 )
 

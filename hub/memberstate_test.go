@@ -19,9 +19,9 @@ import (
 
 	fedv1alpha1 "github.com/fluxfed/fluxfed/api/fluxfed/v1alpha1"
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
-	"github.com/fluxfed/fluxfed/e2e/testenv"
 	"github.com/fluxfed/fluxfed/hub"
 	"github.com/fluxfed/fluxfed/hub/members"
+	"github.com/fluxfed/fluxfed/internal/testenv"
 )
 
 // TestABurstOnAMemberWithoutFluxfedSaysSo registers, under a root's burst, a member whose API

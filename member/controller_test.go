@@ -31,7 +31,7 @@ import (
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/api/v1alpha2/v1alpha2test"
-	"github.com/fluxfed/fluxfed/e2e/testenv"
+	"github.com/fluxfed/fluxfed/internal/testenv"
 	"github.com/fluxfed/fluxfed/member/render/curve"
 	"github.com/fluxfed/fluxfed/member/render/names"
 )

@@ -13,7 +13,7 @@ import (
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/api/v1alpha2/v1alpha2test"
-	"github.com/fluxfed/fluxfed/e2e/testenv"
+	"github.com/fluxfed/fluxfed/internal/testenv"
 )
 
 // TestReadLeadEnd reads the lead's end from pods on a real API server: only index 0 of the

@@ -19,7 +19,7 @@ import (
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/api/v1alpha2/v1alpha2test"
-	"github.com/fluxfed/fluxfed/e2e/testenv"
+	"github.com/fluxfed/fluxfed/internal/testenv"
 )
 
 // These tests install the generated CRD into a real kube-apiserver: the schema (bounds, enums,

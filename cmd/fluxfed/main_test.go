@@ -23,7 +23,7 @@ import (
 
 	fedv1alpha1 "github.com/fluxfed/fluxfed/api/fluxfed/v1alpha1"
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
-	"github.com/fluxfed/fluxfed/e2e/testenv"
+	"github.com/fluxfed/fluxfed/internal/testenv"
 )
 
 func TestRunDispatch(t *testing.T) {

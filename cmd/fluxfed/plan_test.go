@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fluxfed/fluxfed/e2e/fluxcheck"
-	"github.com/fluxfed/fluxfed/e2e/testenv"
+	"github.com/fluxfed/fluxfed/internal/testenv"
 )
 
 func TestPlanWritesOneFolderPerHost(t *testing.T) {

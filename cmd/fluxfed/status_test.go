@@ -19,7 +19,7 @@ import (
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/bursting"
 	"github.com/fluxfed/fluxfed/cmd/fluxfed/internal/status"
-	"github.com/fluxfed/fluxfed/e2e/testenv"
+	"github.com/fluxfed/fluxfed/internal/testenv"
 )
 
 // TestStatusAcrossClusters runs `fluxfed status` against a hub API server with a root whose

@@ -43,7 +43,7 @@ import (
 	"github.com/fluxfed/fluxfed/deploy"
 	"github.com/fluxfed/fluxfed/deploy/release"
 	"github.com/fluxfed/fluxfed/e2e/k8sbin"
-	"github.com/fluxfed/fluxfed/e2e/testenv"
+	"github.com/fluxfed/fluxfed/internal/testenv"
 )
 
 const (

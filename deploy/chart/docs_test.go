@@ -17,7 +17,7 @@ import (
 	releasev1 "helm.sh/helm/v4/pkg/release/v1"
 	"helm.sh/helm/v4/pkg/strvals"
 
-	"github.com/fluxfed/fluxfed/e2e/testenv"
+	"github.com/fluxfed/fluxfed/internal/testenv"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite the golden files of testdata/")

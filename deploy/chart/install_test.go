@@ -32,8 +32,8 @@ import (
 	releasev1 "helm.sh/helm/v4/pkg/release/v1"
 
 	"github.com/fluxfed/fluxfed/e2e/k8sbin"
-	"github.com/fluxfed/fluxfed/e2e/testenv"
 	"github.com/fluxfed/fluxfed/internal/membership"
+	"github.com/fluxfed/fluxfed/internal/testenv"
 )
 
 // cluster is an API server for the tests that install fluxfed for real.

@@ -23,7 +23,7 @@ import (
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/e2e/fleet"
 	"github.com/fluxfed/fluxfed/e2e/netguard"
-	"github.com/fluxfed/fluxfed/e2e/testenv"
+	"github.com/fluxfed/fluxfed/internal/testenv"
 )
 
 func TestMain(m *testing.M) { os.Exit(netguard.Check(m.Run())) }

@@ -37,8 +37,8 @@ import (
 	fedv1alpha1 "github.com/fluxfed/fluxfed/api/fluxfed/v1alpha1"
 	"github.com/fluxfed/fluxfed/e2e/clusters"
 	"github.com/fluxfed/fluxfed/e2e/realflux"
-	"github.com/fluxfed/fluxfed/e2e/testenv"
 	"github.com/fluxfed/fluxfed/hub/gateway"
+	"github.com/fluxfed/fluxfed/internal/testenv"
 )
 
 // Names of what the manifests install, and of the hub.

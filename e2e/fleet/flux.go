@@ -22,10 +22,10 @@ import (
 	"github.com/fluxfed/fluxfed/bursting"
 	"github.com/fluxfed/fluxfed/e2e/brokersim"
 	"github.com/fluxfed/fluxfed/e2e/fluxsim"
-	"github.com/fluxfed/fluxfed/e2e/testenv"
 	"github.com/fluxfed/fluxfed/flux"
 	"github.com/fluxfed/fluxfed/hostlist"
 	"github.com/fluxfed/fluxfed/hub"
+	"github.com/fluxfed/fluxfed/internal/testenv"
 	"github.com/fluxfed/fluxfed/member/render/names"
 )
 

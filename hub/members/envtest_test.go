@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/fluxfed/fluxfed/e2e/testenv"
+	"github.com/fluxfed/fluxfed/internal/testenv"
 )
 
 func TestCheckedKubeconfigReachesARealAPIServer(t *testing.T) {

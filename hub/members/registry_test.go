@@ -18,7 +18,7 @@ import (
 
 	fedv1alpha1 "github.com/fluxfed/fluxfed/api/fluxfed/v1alpha1"
 	"github.com/fluxfed/fluxfed/e2e/netguard"
-	"github.com/fluxfed/fluxfed/e2e/testenv"
+	"github.com/fluxfed/fluxfed/internal/testenv"
 )
 
 const (

@@ -20,8 +20,8 @@ import (
 	fedv1alpha1 "github.com/fluxfed/fluxfed/api/fluxfed/v1alpha1"
 	"github.com/fluxfed/fluxfed/e2e/clusters"
 	"github.com/fluxfed/fluxfed/e2e/fleet"
-	"github.com/fluxfed/fluxfed/e2e/testenv"
 	"github.com/fluxfed/fluxfed/internal/membership"
+	"github.com/fluxfed/fluxfed/internal/testenv"
 )
 
 // closedPort returns a loopback address:port where nothing listens.

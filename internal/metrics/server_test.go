@@ -20,8 +20,8 @@ import (
 	"k8s.io/utils/ptr"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/fluxfed/fluxfed/e2e/testenv"
 	"github.com/fluxfed/fluxfed/internal/metrics"
+	"github.com/fluxfed/fluxfed/internal/testenv"
 )
 
 // serve runs the metrics server of opts as the manager does, with cfg, and returns its address.

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fedv1alpha1 "github.com/fluxfed/fluxfed/api/fluxfed/v1alpha1"
-	"github.com/fluxfed/fluxfed/e2e/testenv"
+	"github.com/fluxfed/fluxfed/internal/testenv"
 )
 
 // The generated CRD, installed into a real kube-apiserver, is the MemberCluster's validation:

@@ -19,7 +19,7 @@ import (
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/e2e/fleet"
 	"github.com/fluxfed/fluxfed/e2e/fluxsim"
-	"github.com/fluxfed/fluxfed/e2e/testenv"
+	"github.com/fluxfed/fluxfed/internal/testenv"
 )
 
 // elasticNamespace holds the elastic act: its bursts are named like bursting-root's, and

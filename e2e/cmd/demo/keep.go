@@ -16,7 +16,7 @@ import (
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/e2e/fleet"
-	"github.com/fluxfed/fluxfed/e2e/testenv"
+	"github.com/fluxfed/fluxfed/internal/testenv"
 )
 
 // keptRoots are the demo's roots, whose stand-ins outlive the demo with KEEP=1.

@@ -42,8 +42,8 @@ import (
 	"github.com/fluxfed/fluxfed/e2e/clusters"
 	"github.com/fluxfed/fluxfed/e2e/fleet"
 	"github.com/fluxfed/fluxfed/e2e/k8sbin"
-	"github.com/fluxfed/fluxfed/e2e/testenv"
 	"github.com/fluxfed/fluxfed/hub"
+	"github.com/fluxfed/fluxfed/internal/testenv"
 	"github.com/fluxfed/fluxfed/member/render/names"
 )
 

@@ -1,5 +1,8 @@
-// Package testenv starts a real kube-apiserver and etcd (controller-runtime's envtest) with
-// fluxfed's CRDs installed (MiniCluster, and the hub's MemberCluster), for tests that need an API server rather than a fake client.
+// Package testenv is test support for the tests of every package: it starts a real
+// kube-apiserver and etcd (controller-runtime's envtest) with fluxfed's CRDs installed
+// (MiniCluster, and the hub's MemberCluster), for tests that need an API server rather than a
+// fake client, and gives them kubeconfigs, a TCP proxy a test can cut, a server that never
+// answers and the stacks of the goroutines still running.
 package testenv
 
 import (

@@ -68,7 +68,7 @@ func TestGoroutinesNamesAGoroutineThatWaits(t *testing.T) {
 	<-started
 	defer close(stop)
 	got := Goroutines()
-	require.Contains(t, got, "github.com/fluxfed/fluxfed/e2e/testenv.waitForTheTest")
+	require.Contains(t, got, "github.com/fluxfed/fluxfed/internal/testenv.waitForTheTest")
 	for g := range strings.SplitSeq(strings.TrimSpace(got), "\n\n") {
 		require.True(t, strings.HasPrefix(g, "goroutine "), "a whole stack: %s", g)
 		require.Regexp(t, `github\.com/fluxfed/fluxfed/|sigs\.k8s\.io/`, g)
