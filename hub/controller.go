@@ -66,20 +66,10 @@ type Reconciler struct {
 	members  Members
 	recorder events.EventRecorder
 
-	// probes remembers the last greeting of each root's lead broker (by root UID).
-	probes sync.Map
-	// fluxWatches holds what each root's Flux instance said (by root UID): *fluxWatch.
-	fluxWatches sync.Map
+	// memory is what the hub keeps of each root between reconciles (memory.go).
+	memory memory
 	// namespaces remembers the member namespaces known to exist, per engaged cluster.
 	namespaces sync.Map
-	// synced remembers, per root UID and member, the member's epoch when everything was last
-	// pushed there: after the member was out of sight, the next push reads it live.
-	synced sync.Map
-	// ledgers holds each root's ledger (by root UID), as recorded in its status and since.
-	ledgers sync.Map
-	// leads holds, by root UID, the lead broker endpoint the children were last given: a root
-	// read from a cache that has not caught up with the last status write would report none.
-	leads sync.Map
 	// orphansMu serializes the writes of MemberClusters' status.orphans.
 	orphansMu sync.Mutex
 	// keys holds the key of the hub's proofs of ownership, once read.
@@ -166,7 +156,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (re
 // recorded them, until the hub has asked the instance itself: a restarted hub would otherwise
 // show none until the instance's next answer, which may be long in coming, or never come.
 func (r *Reconciler) restoreFlux(root *fluxv1alpha2.MiniCluster) {
-	if _, asked := r.fluxWatches.Load(root.UID); asked {
+	if m, ok := r.memory.peek(root.UID); ok && m.asked() {
 		return
 	}
 	metrics.SetFlux(root.Namespace, root.Name, root.Status.Flux)

@@ -230,21 +230,6 @@ func (r *Reconciler) updateOrphans(ctx context.Context, member string, change fu
 // under the hub's field owner, owns the rest of their status.
 const fieldOwnerOrphans = fluxv1alpha2.FieldOwnerHub + "-orphans"
 
-// forget drops what the hub remembers of a root.
-func (r *Reconciler) forget(root *fluxv1alpha2.MiniCluster) {
-	r.probes.Delete(root.UID)
-	r.fluxWatches.Delete(root.UID)
-	r.ledgers.Delete(root.UID)
-	r.leads.Delete(root.UID)
-	metrics.ForgetRoot(root.Namespace, root.Name)
-	r.synced.Range(func(k, _ any) bool {
-		if strings.HasPrefix(k.(string), string(root.UID)+"/") {
-			r.synced.Delete(k)
-		}
-		return true
-	})
-}
-
 // deleteOnMembers deletes, on the given members at once, the objects of root's ledger l for which
 // remove says why they go (it returns "" for those that stay), forgets them in l, and queues an
 // event for each child, saying why (with final, a root being deleted, they are logged instead).

@@ -140,11 +140,7 @@ func reportFlux(obs fluxObservation, events *eventQueue) {
 // observeFlux asks the root's instance what it sees, unless it was asked less than its interval
 // ago or is being asked: then the last answer stands.
 func (r *Reconciler) observeFlux(ctx context.Context, root *fluxv1alpha2.MiniCluster) fluxObservation {
-	v, ok := r.fluxWatches.Load(root.UID)
-	if !ok {
-		v, _ = r.fluxWatches.LoadOrStore(root.UID, &fluxWatch{waiting: map[string]time.Time{}, leaving: map[string]time.Time{}, idle: flux.Idle{}})
-	}
-	w := v.(*fluxWatch)
+	w := r.memory.of(root.UID).fluxWatch()
 	now := r.opts.Clock()
 	w.mu.Lock()
 	due := w.at.IsZero() || now.Sub(w.at) >= w.interval
@@ -270,16 +266,9 @@ func fluxStatus(obs fluxObservation, last *fluxv1alpha2.FluxStatus) *fluxv1alpha
 		st.PendingJobs, st.PendingNodes = int32(d.Jobs), int32(d.Nodes)
 	}
 	if obs.err != nil {
-		st.Message = truncate(obs.err.Error(), 4096)
+		st.Message = text.Truncate(obs.err.Error(), 4096)
 	}
 	return st
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
 }
 
 // settleInterval is how soon the hub asks a root's instance again while a burst's ranks are on

@@ -139,9 +139,5 @@ func (l *ledger) list() []fluxv1alpha2.PushedObject {
 // ledgerOf returns root's ledger: the one kept since the last reconcile, else the one its status
 // records (after a restart of the hub).
 func (r *Reconciler) ledgerOf(root *fluxv1alpha2.MiniCluster) *ledger {
-	if l, ok := r.ledgers.Load(root.UID); ok {
-		return l.(*ledger)
-	}
-	l, _ := r.ledgers.LoadOrStore(root.UID, newLedger(root.Status.Pushed))
-	return l.(*ledger)
+	return r.memory.of(root.UID).ledgerOr(root.Status.Pushed)
 }

@@ -131,13 +131,11 @@ type probeResult struct {
 // answered or not (greetLead says how).
 func (r *Reconciler) probe(ctx context.Context, root *fluxv1alpha2.MiniCluster, l lead) error {
 	now := r.opts.Clock()
-	if v, ok := r.probes.Load(root.UID); ok {
-		last := v.(probeResult)
-		if last.endpoint == l.endpoint && now.Sub(last.at) < r.opts.ProbeInterval {
-			return last.err
-		}
+	m := r.memory.of(root.UID)
+	if last, ok := m.lastProbe(); ok && last.endpoint == l.endpoint && now.Sub(last.at) < r.opts.ProbeInterval {
+		return last.err
 	}
 	err := r.greetLead(ctx, l)
-	r.probes.Store(root.UID, probeResult{endpoint: l.endpoint, err: err, at: now})
+	m.setProbe(probeResult{endpoint: l.endpoint, err: err, at: now})
 	return err
 }

@@ -73,8 +73,8 @@ func (r *Reconciler) push(ctx context.Context, root *fluxv1alpha2.MiniCluster, p
 		defer func() { metrics.PushDuration.WithLabelValues(member).Observe(time.Since(start).Seconds()) }()
 		targets := plan.targets[member]
 		state := fed.bursts[targets[0].burst].member
-		key := syncKey(root, member)
-		last, _ := r.synced.Load(key)
+		memory := r.memory.of(root.UID)
+		last, _ := memory.syncedEpoch(member)
 		live := last != state.Epoch
 		ok := !plan.held[member]
 		for _, t := range targets {
@@ -91,7 +91,7 @@ func (r *Reconciler) push(ctx context.Context, root *fluxv1alpha2.MiniCluster, p
 			}
 		}
 		if ok && len(fed.cert) > 0 {
-			r.synced.Store(key, state.Epoch)
+			memory.setSynced(member, state.Epoch)
 		}
 		return nil
 	})
@@ -216,10 +216,6 @@ func unwatchable(namespace string) error {
 	return &policy.NamespaceError{Namespace: namespace, Field: "the member's RBAC", Reason: "the hub's identity on the member may not " +
 		"list and watch MiniClusters and Secrets there; its owner grants that with a RoleBinding to ClusterRole fluxfed-hub-burst " +
 		"in the namespace (docs/bursting.md)"}
-}
-
-func syncKey(root *fluxv1alpha2.MiniCluster, member string) string {
-	return string(root.UID) + "/" + member
 }
 
 // pushChild applies one child and its CURVE Secret to its member and returns the child as

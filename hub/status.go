@@ -288,7 +288,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, root *fluxv1alpha2.MiniClu
 	leadStatus := r.lastLead(root)
 	if a := fed.lead.endpoint; a.Address != "" {
 		leadStatus = &fluxv1alpha2.LeadBrokerStatus{Address: a.Address, Port: a.Port, Endpoint: a.String()}
-		r.leads.Store(root.UID, leadStatus)
+		r.memory.of(root.UID).setLead(leadStatus)
 	}
 	st := ComputeFederationStatus(root, fed.bursts, leadStatus, fed.lead.reason, fed.lead.err, r.now())
 	l := r.ledgerOf(root)
@@ -315,8 +315,10 @@ func reportRoot(root *fluxv1alpha2.MiniCluster, st FederationStatus) {
 // lastLead returns the lead broker endpoint root's children were last given: as kept since the
 // last reconcile, else as its status records it (after a restart of the hub).
 func (r *Reconciler) lastLead(root *fluxv1alpha2.MiniCluster) *fluxv1alpha2.LeadBrokerStatus {
-	if v, ok := r.leads.Load(root.UID); ok {
-		return v.(*fluxv1alpha2.LeadBrokerStatus)
+	if m, ok := r.memory.peek(root.UID); ok {
+		if l, ok := m.lastLead(); ok {
+			return l
+		}
 	}
 	return root.Status.LeadBroker
 }

@@ -1,0 +1,127 @@
+package hub
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/flux"
+	"github.com/fluxfed/fluxfed/internal/metrics"
+)
+
+// rootMemory is what the hub keeps of one root from one reconcile to the next. All of it can be
+// rebuilt from the root's status and the members (after a restart of the hub it is), so that
+// forgetting a root is dropping its record, once.
+type rootMemory struct {
+	mu sync.Mutex
+	// probe is the last greeting of the root's lead broker.
+	probe *probeResult
+	// lead is the lead broker endpoint the children were last given: a root read from a cache
+	// that has not caught up with the last status write would report none.
+	lead *fluxv1alpha2.LeadBrokerStatus
+	// synced is, per member, the member's epoch when everything was last pushed there: after the
+	// member was out of sight, the next push reads it live.
+	synced map[string]uint64
+	// ledger is the root's ledger, as recorded in its status and since; nil until first used.
+	ledger *ledger
+	// flux is what the root's Flux instance said; nil until the hub first asked it.
+	flux *fluxWatch
+}
+
+// memory holds the record of every root by UID.
+type memory struct{ roots sync.Map }
+
+// of returns root uid's record, made empty the first time.
+func (m *memory) of(uid types.UID) *rootMemory {
+	if v, ok := m.roots.Load(uid); ok {
+		return v.(*rootMemory)
+	}
+	v, _ := m.roots.LoadOrStore(uid, &rootMemory{synced: map[string]uint64{}})
+	return v.(*rootMemory)
+}
+
+// peek returns root uid's record if the hub has one.
+func (m *memory) peek(uid types.UID) (*rootMemory, bool) {
+	v, ok := m.roots.Load(uid)
+	if !ok {
+		return nil, false
+	}
+	return v.(*rootMemory), true
+}
+
+// forget drops everything the hub kept of root, and its series.
+func (r *Reconciler) forget(root *fluxv1alpha2.MiniCluster) {
+	r.memory.roots.Delete(root.UID)
+	metrics.ForgetRoot(root.Namespace, root.Name)
+}
+
+// lastProbe returns the last greeting of the root's lead broker, if any.
+func (m *rootMemory) lastProbe() (probeResult, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.probe == nil {
+		return probeResult{}, false
+	}
+	return *m.probe, true
+}
+
+func (m *rootMemory) setProbe(p probeResult) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.probe = &p
+}
+
+func (m *rootMemory) lastLead() (*fluxv1alpha2.LeadBrokerStatus, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.lead, m.lead != nil
+}
+
+func (m *rootMemory) setLead(l *fluxv1alpha2.LeadBrokerStatus) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.lead = l
+}
+
+// syncedEpoch returns member's epoch when everything was last pushed there (0: never).
+func (m *rootMemory) syncedEpoch(member string) (uint64, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.synced[member]
+	return e, ok
+}
+
+func (m *rootMemory) setSynced(member string, epoch uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.synced[member] = epoch
+}
+
+// ledgerOr returns the root's ledger, made from pushed the first time.
+func (m *rootMemory) ledgerOr(pushed []fluxv1alpha2.PushedObject) *ledger {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ledger == nil {
+		m.ledger = newLedger(pushed)
+	}
+	return m.ledger
+}
+
+// fluxWatch returns the watch of the root's Flux instance, made the first time.
+func (m *rootMemory) fluxWatch() *fluxWatch {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.flux == nil {
+		m.flux = &fluxWatch{waiting: map[string]time.Time{}, leaving: map[string]time.Time{}, idle: flux.Idle{}}
+	}
+	return m.flux
+}
+
+// asked reports whether the hub asked the root's Flux instance since it started.
+func (m *rootMemory) asked() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.flux != nil
+}
