@@ -6,6 +6,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,7 +22,7 @@ func (r *Reconciler) cleanupPods(ctx context.Context, mc *fluxv1alpha2.MiniClust
 	if !mc.Spec.Cleanup || obs.job == nil || jobCondition(obs.job, batchv1.JobComplete) == nil {
 		return nil
 	}
-	if c := findCondition(mc.Status.Conditions, fluxv1alpha2.ConditionComplete); c != nil && c.Status == metav1.ConditionTrue {
+	if meta.IsStatusConditionTrue(mc.Status.Conditions, fluxv1alpha2.ConditionComplete) {
 		return nil
 	}
 	ctrl.LoggerFrom(ctx).Info("Deleting the finished broker pods (spec.cleanup)")

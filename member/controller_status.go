@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -93,8 +92,4 @@ func statusApplyObject(mc *fluxv1alpha2.MiniCluster, st fluxv1alpha2.MiniCluster
 	u.SetNamespace(mc.Namespace)
 	u.SetName(mc.Name)
 	return u, nil
-}
-
-func findCondition(conditions []metav1.Condition, t string) *metav1.Condition {
-	return meta.FindStatusCondition(conditions, t)
 }

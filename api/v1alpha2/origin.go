@@ -63,19 +63,6 @@ func (o Origin) Mark(obj metav1.Object) {
 	obj.SetAnnotations(annotations)
 }
 
-// Marks reports whether obj carries exactly this origin. An incomplete origin marks nothing.
-func (o Origin) Marks(obj metav1.Object) bool {
-	got, ok := OriginOf(obj)
-	return ok && o.complete() && got == o
-}
-
-// SameRoot reports whether obj was pushed by the same hub for a root of the same namespace and
-// name, whatever its UID: an object of an earlier root of that name.
-func (o Origin) SameRoot(obj metav1.Object) bool {
-	got, ok := OriginOf(obj)
-	return ok && got.Hub == o.Hub && got.Namespace == o.Namespace && got.Name == o.Name
-}
-
 // String describes the origin for messages: "hub h, root ns/name".
 func (o Origin) String() string {
 	return "hub " + o.Hub + ", root " + o.Namespace + "/" + o.Name

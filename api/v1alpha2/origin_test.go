@@ -19,17 +19,16 @@ func TestOrigin(t *testing.T) {
 	}
 
 	tests := []struct {
-		name            string
-		obj             *metav1.ObjectMeta
-		complete        bool
-		marks, sameRoot bool
+		name     string
+		obj      *metav1.ObjectMeta
+		complete bool
 	}{
-		{name: "marked for the root", obj: marked(nil), complete: true, marks: true, sameRoot: true},
+		{name: "marked for the root", obj: marked(nil), complete: true},
 		{name: "unmarked", obj: &metav1.ObjectMeta{}},
 		{name: "no UID", obj: marked(func(_, a map[string]string) { delete(a, AnnotationOriginUID) })},
 		{name: "empty hub", obj: marked(func(l, _ map[string]string) { l[LabelOriginHub] = "" })},
 		{name: "no name", obj: marked(func(l, _ map[string]string) { delete(l, LabelOriginName) })},
-		{name: "an earlier root of the name", obj: marked(func(_, a map[string]string) { a[AnnotationOriginUID] = "uid-0" }), complete: true, sameRoot: true},
+		{name: "an earlier root of the name", obj: marked(func(_, a map[string]string) { a[AnnotationOriginUID] = "uid-0" }), complete: true},
 		{name: "another hub", obj: marked(func(l, _ map[string]string) { l[LabelOriginHub] = "hub-2" }), complete: true},
 		{name: "another namespace", obj: marked(func(l, _ map[string]string) { l[LabelOriginNamespace] = "other" }), complete: true},
 		{name: "another root", obj: marked(func(l, _ map[string]string) { l[LabelOriginName] = "other" }), complete: true},
@@ -38,12 +37,6 @@ func TestOrigin(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if _, ok := OriginOf(tt.obj); ok != tt.complete {
 				t.Errorf("OriginOf complete = %t, want %t", ok, tt.complete)
-			}
-			if got := origin.Marks(tt.obj); got != tt.marks {
-				t.Errorf("Marks = %t, want %t", got, tt.marks)
-			}
-			if got := origin.SameRoot(tt.obj); got != tt.sameRoot {
-				t.Errorf("SameRoot = %t, want %t", got, tt.sameRoot)
 			}
 		})
 	}
@@ -54,9 +47,6 @@ func TestOrigin(t *testing.T) {
 	}
 	if got, _ := OriginOf(obj); got != origin {
 		t.Errorf("OriginOf(marked) = %+v, want %+v", got, origin)
-	}
-	if (Origin{}).Marks(&metav1.ObjectMeta{}) {
-		t.Error("an empty origin marks an unmarked object")
 	}
 	if got, want := origin.String(), "hub hub-1, root hpc/root"; got != want {
 		t.Errorf("String() = %q, want %q", got, want)

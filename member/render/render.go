@@ -66,7 +66,7 @@ func Render(mc *fluxv1alpha2.MiniCluster) (*Rendered, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rendering the entrypoint scripts: %w", err)
 	}
-	job, err := workload.Job(mc, workload.Inputs{})
+	job, err := workload.Job(mc)
 	if err != nil {
 		return nil, err
 	}

@@ -32,7 +32,7 @@ func TestApply(t *testing.T) {
 			ns := "fixture-" + f.name
 			require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 			f.mc.Namespace = ns
-			job, err := Job(f.mc, Inputs{})
+			job, err := Job(f.mc)
 			require.NoError(t, err)
 			require.NoError(t, c.Apply(ctx, job, owner, client.ForceOwnership))
 			require.NoError(t, c.Apply(ctx, HeadlessService(f.mc), owner, client.ForceOwnership))
@@ -50,7 +50,7 @@ func TestApply(t *testing.T) {
 		mc := fixtureNamed(t, "max-size") // size 2, maxSize 6
 		for _, size := range []int32{2, 6, 3, 1, 4} {
 			mc.Spec.Size = size
-			job, err := Job(mc, Inputs{})
+			job, err := Job(mc)
 			require.NoError(t, err)
 			require.NoError(t, c.Apply(ctx, job, owner, client.ForceOwnership), "size %d", size)
 			got := &batchv1.Job{}
@@ -65,7 +65,7 @@ func TestApply(t *testing.T) {
 		mc.Spec.Size = 5
 		mc.Spec.Containers[0].Command = "something else"
 		mc.Spec.Containers[0].Image = "rockylinux:8"
-		job, err := Job(mc, Inputs{})
+		job, err := Job(mc)
 		require.NoError(t, err)
 		err = c.Apply(ctx, job, owner, client.ForceOwnership)
 		require.True(t, apierrors.IsInvalid(err), "want an Invalid error, got %v", err)

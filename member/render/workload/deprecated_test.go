@@ -92,7 +92,7 @@ func TestSpecVolumesErrors(t *testing.T) {
 			mc := fixtureNamed(t, "root-size-1")
 			mc.Spec.Volumes = map[string]fluxv1alpha2.MiniClusterVolume{"data": tt.entry}
 			mc.Spec.Containers[0].Volumes = map[string]fluxv1alpha2.ContainerVolume{"data": {Path: "/data"}}
-			_, err := Job(mc, Inputs{})
+			_, err := Job(mc)
 			require.ErrorContains(t, err, tt.wantErr)
 		})
 	}

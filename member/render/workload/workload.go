@@ -40,15 +40,6 @@ import (
 	"github.com/fluxfed/fluxfed/member/render/scripts"
 )
 
-// Inputs are values the Job needs beyond the MiniCluster.
-type Inputs struct {
-	// JobAnnotations are added to the metadata of the Job itself, for example a hash of the
-	// rendered configuration so the reconciler can tell which generation a Job was built from.
-	// They are never put on the pod template: a changed template is rejected by the API server
-	// while the Job runs.
-	JobAnnotations map[string]string
-}
-
 // Defaults the schema fills in, applied here too so that an object that was not defaulted by an
 // API server renders the same.
 const (
@@ -102,7 +93,7 @@ const (
 // Job returns the indexed Job of the MiniCluster's broker pods, '<name>-<index>' for index 0 to
 // spec.size-1. Owner references are the caller's. It returns an error for a spec the schema
 // admits that cannot make a valid pod.
-func Job(mc *fluxv1alpha2.MiniCluster, in Inputs) (*batchv1ac.JobApplyConfiguration, error) {
+func Job(mc *fluxv1alpha2.MiniCluster) (*batchv1ac.JobApplyConfiguration, error) {
 	if mc.FluxContainer() == nil {
 		return nil, fmt.Errorf("spec.containers: no container runs Flux")
 	}
@@ -141,13 +132,9 @@ func Job(mc *fluxv1alpha2.MiniCluster, in Inputs) (*batchv1ac.JobApplyConfigurat
 	}
 	endWithTheLead(mc, jobSpec)
 
-	job := batchv1ac.Job(names.JobName(mc), mc.Namespace).
+	return batchv1ac.Job(names.JobName(mc), mc.Namespace).
 		WithLabels(merge(spec.JobLabels, names.SelectorLabels(mc))).
-		WithSpec(jobSpec)
-	if len(in.JobAnnotations) > 0 {
-		job.WithAnnotations(in.JobAnnotations)
-	}
-	return job, nil
+		WithSpec(jobSpec), nil
 }
 
 // endWithTheLead makes the Job end as the lead broker's work does (docs/minicluster.md, "How a

@@ -46,7 +46,7 @@ func golden(t *testing.T, dir, file string, obj any) {
 func TestGolden(t *testing.T) {
 	for _, f := range fixtures() {
 		t.Run(f.name, func(t *testing.T) {
-			job, err := Job(f.mc, Inputs{})
+			job, err := Job(f.mc)
 			require.NoError(t, err)
 			golden(t, f.name, "job.yaml", job)
 			golden(t, f.name, "headless-service.yaml", HeadlessService(f.mc))
@@ -75,7 +75,7 @@ func fixtureNamed(t *testing.T, name string) *fluxv1alpha2.MiniCluster {
 // typedJob converts the apply configuration back to a batch/v1 Job, to inspect it.
 func typedJob(t *testing.T, mc *fluxv1alpha2.MiniCluster) *batchv1.Job {
 	t.Helper()
-	ac, err := Job(mc, Inputs{})
+	ac, err := Job(mc)
 	require.NoError(t, err)
 	data, err := json.Marshal(ac)
 	require.NoError(t, err)
@@ -343,14 +343,6 @@ func TestHostPID(t *testing.T) {
 	require.True(t, typedJob(t, mc).Spec.Template.Spec.HostPID)
 }
 
-func TestJobAnnotations(t *testing.T) {
-	mc := fixtureNamed(t, "root-size-1")
-	ac, err := Job(mc, Inputs{JobAnnotations: map[string]string{"fluxfed.io/config-hash": "abc"}})
-	require.NoError(t, err)
-	require.Equal(t, map[string]string{"fluxfed.io/config-hash": "abc"}, ac.Annotations)
-	require.NotContains(t, ac.Spec.Template.Annotations, "fluxfed.io/config-hash")
-}
-
 func TestHeadlessService(t *testing.T) {
 	tests := []struct {
 		name         string
@@ -467,7 +459,7 @@ func TestJobErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			mc := fixtureNamed(t, "root-size-1")
 			tt.mutate(&mc.Spec)
-			_, err := Job(mc, Inputs{})
+			_, err := Job(mc)
 			require.ErrorContains(t, err, tt.wantErr)
 		})
 	}
