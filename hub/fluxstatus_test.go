@@ -2,7 +2,9 @@ package hub
 
 import (
 	"errors"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -31,6 +33,22 @@ func TestFluxStatusKeepsWhatWasLastSeen(t *testing.T) {
 			if tt.last != nil {
 				require.Equal(t, "an older failure", tt.last.Message, "status.flux as read is not modified")
 			}
+		})
+	}
+}
+
+// TestFluxStatusCutsALongMessage: a failure longer than status.flux.message holds is cut to 4096
+// bytes on a rune boundary, ending in "...".
+func TestFluxStatusCutsALongMessage(t *testing.T) {
+	for _, tt := range []struct{ name, err, want string }{
+		{name: "short", err: "flux-uptime: Unable to connect to Flux", want: "flux-uptime: Unable to connect to Flux"},
+		{name: "ascii", err: strings.Repeat("x", 5000), want: strings.Repeat("x", 4093) + "..."},
+		{name: "a two-byte rune across the cut", err: strings.Repeat("é", 3000), want: strings.Repeat("é", 2046) + "..."},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := fluxStatus(fluxObservation{err: errors.New(tt.err)}, nil).Message
+			require.Equal(t, tt.want, got)
+			require.True(t, utf8.ValidString(got), "status.flux.message is valid UTF-8")
 		})
 	}
 }

@@ -3,11 +3,12 @@ package members
 import (
 	"net/url"
 	"strconv"
-	"strings"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/fluxfed/fluxfed/internal/text"
 )
 
 // Where a refused setting lives in a kubeconfig, in kubeconfig (YAML) spelling.
@@ -82,11 +83,7 @@ type RefusedError struct {
 func (e *RefusedError) Error() string {
 	msg := "kubeconfig refused: " + e.Subject + " " + e.Reason
 	if e.Err != nil {
-		cause := e.Err.Error()
-		if len(cause) > maxCause {
-			cause = strings.ToValidUTF8(cause[:maxCause], "") + "..."
-		}
-		msg += ": " + cause
+		msg += ": " + text.Truncate(e.Err.Error(), maxCause)
 	}
 	if e.Field != "" {
 		msg += " (" + e.Field + ")"
@@ -165,10 +162,11 @@ func checkCurrent(kc *clientcmdapi.Config) error {
 }
 
 // maxName and maxCause bound what a message quotes from the kubeconfig, so that a refusal fits in
-// an event and a condition message whatever the kubeconfig holds.
+// an event and a condition message whatever the kubeconfig holds. maxCause counts the "..." that
+// ends a cut cause: 512 bytes of the cause and the mark.
 const (
 	maxName  = 64
-	maxCause = 512
+	maxCause = 512 + len("...")
 )
 
 // quoteName quotes a context, cluster or user name for a message, shortened to maxName bytes.

@@ -515,3 +515,18 @@ func TestRefusalsFitInAConditionMessage(t *testing.T) {
 		require.True(t, utf8.ValidString(err.Error()))
 	}
 }
+
+// TestRefusalsCutALongCause: a refusal quotes at most 512 bytes of its cause, cut on a rune
+// boundary and marked with "...".
+func TestRefusalsCutALongCause(t *testing.T) {
+	for _, tt := range []struct{ name, cause, want string }{
+		{name: "short", cause: "yaml: line 3: did not find expected key", want: "yaml: line 3: did not find expected key"},
+		{name: "ascii", cause: strings.Repeat("x", 600), want: strings.Repeat("x", 512) + "..."},
+		{name: "a three-byte rune across the cut", cause: strings.Repeat("€", 200), want: strings.Repeat("€", 170) + "..."},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := &RefusedError{Subject: "the kubeconfig", Reason: "is not valid YAML", Err: errors.New(tt.cause)}
+			require.Equal(t, "kubeconfig refused: the kubeconfig is not valid YAML: "+tt.want, err.Error())
+		})
+	}
+}

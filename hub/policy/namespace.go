@@ -10,6 +10,7 @@ import (
 	psaapi "k8s.io/pod-security-admission/api"
 
 	fedv1alpha1 "github.com/fluxfed/fluxfed/api/fluxfed/v1alpha1"
+	"github.com/fluxfed/fluxfed/internal/text"
 )
 
 // NamespaceError is a burst's namespace that its member does not allow. Field is the
@@ -24,7 +25,7 @@ type NamespaceError struct {
 }
 
 func (e *NamespaceError) Error() string {
-	return cut(fmt.Sprintf("namespace %s is not allowed on this member (%s): %s", quoteName(e.Namespace), e.Field, e.Reason))
+	return text.Truncate(fmt.Sprintf("namespace %s is not allowed on this member (%s): %s", quoteName(e.Namespace), e.Field, e.Reason), MaxMessageLength)
 }
 
 // quoteName quotes a namespace name for a message, cut after 63 bytes (the longest valid name)

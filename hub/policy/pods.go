@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	batchv1ac "k8s.io/client-go/applyconfigurations/batch/v1"
@@ -16,6 +15,7 @@ import (
 
 	fedv1alpha1 "github.com/fluxfed/fluxfed/api/fluxfed/v1alpha1"
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/internal/text"
 	"github.com/fluxfed/fluxfed/member/admit"
 	"github.com/fluxfed/fluxfed/member/render"
 )
@@ -60,8 +60,8 @@ func (e *PodSecurityError) Error() string {
 	for i, v := range e.Violations {
 		parts[i] = v.String()
 	}
-	return cut(fmt.Sprintf("the pods do not meet the member's Pod Security level %s (MemberCluster spec.podSecurity.level): %s",
-		strconv.Quote(string(e.Level)), strings.Join(parts, "; ")))
+	return text.Truncate(fmt.Sprintf("the pods do not meet the member's Pod Security level %s (MemberCluster spec.podSecurity.level): %s",
+		strconv.Quote(string(e.Level)), strings.Join(parts, "; ")), MaxMessageLength)
 }
 
 // PodSecurity checks the pods that child would run on a member whose pods must meet level
@@ -173,17 +173,4 @@ func ptrString(s *string) string {
 		return ""
 	}
 	return *s
-}
-
-// cut shortens s to MaxMessageLength bytes, at a rune boundary, ending in "...".
-func cut(s string) string {
-	if len(s) <= MaxMessageLength {
-		return s
-	}
-	const ellipsis = "..."
-	end := MaxMessageLength - len(ellipsis)
-	for end > 0 && !utf8.RuneStart(s[end]) {
-		end--
-	}
-	return s[:end] + ellipsis
 }
