@@ -15,11 +15,14 @@ const Separator = "--- fluxfed"
 const prelude = `f=$1; shift; if [ -r "$f" ]; then . "$f"; fi; if [ -n "${fluxsocket:-}" ]; then FLUX_URI=$fluxsocket; export FLUX_URI; fi; `
 
 // observeScript prints flux uptime and, once the instance runs, the outputs ParseObservation
-// reads, separated by Separator lines.
+// reads, separated by Separator lines. flux uptime is asked again after the jobs, for the
+// state of the queue: a job listed is then never read with the queue as it was before the job
+// was submitted (an administrator's flux queue stop, then flux submit, while the hub asked).
 var observeScript = `u=$(flux uptime) || exit; printf '%s\n' "$u"; case "$u" in *" run "*) ;; *) exit 0 ;; esac; ` +
 	`echo '` + Separator + `'; ` + shell(ResourceStatusCommand) + ` || exit; ` +
 	`echo '` + Separator + `'; ` + shell(DrainCommand) + ` || exit; ` +
-	`echo '` + Separator + `'; exec ` + shell(JobsCommand)
+	`echo '` + Separator + `'; ` + shell(JobsCommand) + ` || exit; ` +
+	`echo '` + Separator + `'; exec flux uptime`
 
 // shell writes argv as a shell command line; every argument is single-quoted but plain words.
 func shell(argv []string) string {
@@ -63,14 +66,24 @@ func UndrainArgs(ranks []int) []string {
 	return []string{"flux", "resource", "undrain", FormatIDSet(ranks, false)}
 }
 
-// ParseObservation reads the output of ObserveCommand.
+// ParseObservation reads the output of ObserveCommand. The queue's state (SubmitDisabled,
+// SchedulerStopped) is the second flux uptime's, asked after the jobs.
 func ParseObservation(out string) (*View, error) {
 	parts := strings.Split(out, Separator+"\n")
 	switch len(parts) {
 	case 1:
 		return NewView(parts[0], "", nil, "")
-	case 4:
-		return NewView(parts[0], parts[1], []byte(parts[3]), parts[2])
+	case 5:
+		v, err := NewView(parts[0], parts[1], []byte(parts[3]), parts[2])
+		if err != nil {
+			return nil, err
+		}
+		after, err := ParseUptime(parts[4])
+		if err != nil {
+			return nil, fmt.Errorf("the flux uptime after the jobs: %w", err)
+		}
+		v.Uptime.SubmitDisabled, v.Uptime.SchedulerStopped = after.SubmitDisabled, after.SchedulerStopped
+		return v, nil
 	}
-	return nil, fmt.Errorf("the observation has %d parts, want 1 (before state run) or 4: %.300q", len(parts), out)
+	return nil, fmt.Errorf("the observation has %d parts, want 1 (before state run) or 5: %.300q", len(parts), out)
 }

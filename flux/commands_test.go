@@ -59,7 +59,8 @@ func TestObserveCommandRunsAsAUserOfTheContainer(t *testing.T) {
 			require.Equal(t, uri+"|uptime\n"+
 				uri+"|"+strings.Join(ResourceStatusCommand[1:], " ")+"\n"+
 				uri+"|"+strings.Join(DrainCommand[1:], " ")+"\n"+
-				uri+"|"+strings.Join(JobsCommand[1:], " ")+"\n", string(calls))
+				uri+"|"+strings.Join(JobsCommand[1:], " ")+"\n"+
+				uri+"|uptime\n", string(calls))
 
 			argv = Command(mount, DrainArgs([]int{2, 3})...)
 			cmd = exec.Command(argv[0], argv[1:]...)
@@ -94,6 +95,34 @@ func TestObserveCommandBeforeTheInstanceRuns(t *testing.T) {
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit)
 	require.Equal(t, 1, exit.ExitCode())
+}
+
+// TestTheQueueIsReadAfterTheJobs: an administrator stops the queue and submits a job while the
+// hub asks (the first flux uptime before the stop, the jobs after the submit): the job is read
+// with the queue stopped, so nothing grows for it; and started again the other way round.
+func TestTheQueueIsReadAfterTheJobs(t *testing.T) {
+	read := func(name string) string {
+		data, err := os.ReadFile(filepath.Join("testdata", "fixtures", "1-reserved-pending", name))
+		require.NoError(t, err)
+		return string(data)
+	}
+	// The fixture's instance: two ranks offline, a job that asks for 4 nodes waits.
+	uptime, status, drain, jobs := read("uptime.txt"), read("resource-status.txt"), read("drain.txt"), read("jobs-pending-running.json")
+	stopped := uptime + "  scheduler stopped\n" // as flux-core 0.88.0 prints it after flux queue stop
+	observe := func(before, after string) *View {
+		v, err := ParseObservation(strings.Join([]string{before, status, drain, jobs, after}, Separator+"\n"))
+		require.NoError(t, err)
+		return v
+	}
+	v := observe(uptime, stopped)
+	require.True(t, v.Uptime.SchedulerStopped)
+	require.False(t, v.waitsForNodes(), "a job waiting on a stopped queue waits for no node")
+	v = observe(stopped, uptime)
+	require.False(t, v.Uptime.SchedulerStopped)
+	require.True(t, v.waitsForNodes())
+
+	_, err := ParseObservation(strings.Join([]string{uptime, status, drain, jobs, "not uptime"}, Separator+"\n"))
+	require.ErrorContains(t, err, "the flux uptime after the jobs")
 }
 
 func TestParseObservationErrors(t *testing.T) {
