@@ -23,7 +23,7 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultMembersNamespace = "fluxfed-system"
+	DefaultMembersNamespace = members.DefaultNamespace
 	// DefaultOwnershipKeySecret is the Secret of the members namespace that holds the key of
 	// the hub's proofs of ownership (proof.go); the hub creates it on its first start.
 	DefaultOwnershipKeySecret = "fluxfed-hub-ownership"

@@ -48,6 +48,11 @@ const (
 	// FieldOwnerHub is the field manager of the hub reconciler, which exposes the lead broker
 	// and applies child MiniClusters and their Secrets to member clusters.
 	FieldOwnerHub = "fluxfed-hub"
+
+	// FieldOwnerCLI is the field manager of `fluxfed member add`, which applies the hub's
+	// identity to a member and registers the member on the hub. The chart recognises what it
+	// installed by this name.
+	FieldOwnerCLI = "fluxfed-cli"
 )
 
 // FinalizerBursts is put on a root MiniCluster by the hub while it has children on member

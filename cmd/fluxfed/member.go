@@ -10,8 +10,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	fedv1alpha1 "github.com/fluxfed/fluxfed/api/fluxfed/v1alpha1"
+	"github.com/fluxfed/fluxfed/cmd/fluxfed/internal/membership"
 	"github.com/fluxfed/fluxfed/hub"
-	"github.com/fluxfed/fluxfed/internal/membership"
 )
 
 // memberFlags are the flags every `fluxfed member` command takes: where the hub is.

@@ -31,8 +31,8 @@ import (
 	"helm.sh/helm/v4/pkg/kube"
 	releasev1 "helm.sh/helm/v4/pkg/release/v1"
 
+	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/e2e/k8sbin"
-	"github.com/fluxfed/fluxfed/internal/membership"
 	"github.com/fluxfed/fluxfed/internal/testenv"
 )
 
@@ -139,7 +139,7 @@ func memberAddIdentity(t *testing.T, env *cluster) {
 	require.NoError(t, err)
 	for _, o := range objs {
 		require.NoError(t, env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o),
-			client.FieldOwner(membership.FieldManager), client.ForceOwnership), "%s %s", o.GetKind(), o.GetName())
+			client.FieldOwner(fluxv1alpha2.FieldOwnerCLI), client.ForceOwnership), "%s %s", o.GetKind(), o.GetName())
 	}
 }
 

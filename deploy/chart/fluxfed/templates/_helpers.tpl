@@ -105,7 +105,7 @@ app.kubernetes.io/component: manager
 Who owns an object that lookup returned (.obj; empty when it does not exist), as preflight.yaml
 needs it: "" when there is none or it is this release's; "helm:RELEASE:NAMESPACE" for another
 Helm release's; "cli:MEMBER" for what `fluxfed member add` installed (its label, annotation or
-field manager, internal/membership); "other" for anything else.
+field manager, fluxfed-cli: FieldOwnerCLI in api/v1alpha2); "other" for anything else.
 */}}
 {{- define "fluxfed.owner" -}}
 {{- $o := .obj | default dict -}}

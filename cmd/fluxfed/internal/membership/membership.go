@@ -35,14 +35,13 @@ import (
 
 	fedv1alpha1 "github.com/fluxfed/fluxfed/api/fluxfed/v1alpha1"
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
-	"github.com/fluxfed/fluxfed/hub"
 	"github.com/fluxfed/fluxfed/hub/members"
 )
 
 // Names of what deploy/member-access installs on a member, and of what Add writes.
 const (
 	// FieldManager owns what Add applies, on the member and on the hub.
-	FieldManager = "fluxfed-cli"
+	FieldManager = fluxv1alpha2.FieldOwnerCLI
 	// AccessNamespace holds the hub's ServiceAccount on a member.
 	AccessNamespace = fedv1alpha1.FluxfedNamespace
 	// ServiceAccount is the hub's identity on a member.
@@ -218,7 +217,7 @@ func (o *Options) defaults() error {
 		o.MemberServer = o.Member.Host
 	}
 	if o.Namespace == "" {
-		o.Namespace = hub.DefaultMembersNamespace
+		o.Namespace = members.DefaultNamespace
 	}
 	if o.Access == "" {
 		o.Access = AccessNamespaces

@@ -21,7 +21,7 @@ import (
 
 	fedv1alpha1 "github.com/fluxfed/fluxfed/api/fluxfed/v1alpha1"
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
-	"github.com/fluxfed/fluxfed/hub"
+	"github.com/fluxfed/fluxfed/hub/members"
 )
 
 // RemoveOptions say what Remove does; one field per flag of `fluxfed member remove`.
@@ -57,7 +57,7 @@ func Remove(ctx context.Context, o RemoveOptions) error {
 		return errors.New("without the member's configuration, only --force removes it, from the hub only")
 	}
 	if o.Namespace == "" {
-		o.Namespace = hub.DefaultMembersNamespace
+		o.Namespace = members.DefaultNamespace
 	}
 	p := printer{out: o.Out, name: o.Name}
 	hubClient, err := newClient(o.Hub)

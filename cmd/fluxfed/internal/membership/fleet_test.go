@@ -20,8 +20,8 @@ import (
 
 	fedv1alpha1 "github.com/fluxfed/fluxfed/api/fluxfed/v1alpha1"
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/cmd/fluxfed/internal/membership"
 	"github.com/fluxfed/fluxfed/e2e/fleet"
-	"github.com/fluxfed/fluxfed/internal/membership"
 	"github.com/fluxfed/fluxfed/internal/testenv"
 )
 
