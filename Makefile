@@ -95,11 +95,25 @@ TEST_TIMEOUT ?= 10m
 TEST_TIMEOUTS ?= e2e/realflux=40m,hub=30m,e2e/cmd/demo=20m,e2e=20m,member=20m
 
 .PHONY: test
-test: ## Run every test against real API servers and real Flux (builds the Kubernetes binaries and flux-core the first time), each test binary where only loopback exists; ends with every package's time.
+test: ## Run every test (the full lane, what CI runs) against real API servers, local clusters and real Flux (builds the Kubernetes binaries and flux-core the first time), each test binary where only loopback exists; ends with every package's time.
 	@mkdir -p $(TOOLS_DIR) && $(GO) build -o $(TOOLS_DIR)/loopback ./e2e/cmd/loopback && $(GO) build -o $(TOOLS_DIR)/test ./tools/test
 	@assets=$$(e2e/k8sbin/build.sh) && flux=$$(FLUX_CORE_TARBALL=$(FLUX_CORE_TARBALL) e2e/fluxcore/build.sh) && \
 	KUBEBUILDER_ASSETS=$$assets FLUXFED_FLUX_CORE=$$flux $(TOOLS_DIR)/test -exec $(TOOLS_DIR)/loopback \
 		-timeout $(TEST_TIMEOUT) -timeouts '$(TEST_TIMEOUTS)' -- -count=1 $(TESTFLAGS)
+
+# The fast lane, make test-fast: every package but those whose tests link e2e/clusters or
+# e2e/fluxcore (they start local clusters or real Flux; found by what their test binaries link,
+# so a package that starts using them leaves the lane by itself) and those named in
+# TEST_FAST_SKIP, whose own tests take minutes on a busy 2-core machine (hub runs three API
+# servers per test; member, deploy/chart and internal/image follow many objects or build images).
+TEST_FAST_WITHOUT ?= e2e/clusters,e2e/fluxcore
+TEST_FAST_SKIP ?= hub,member,deploy/chart,internal/image
+
+.PHONY: test-fast
+test-fast: ## Run the unit tests and the API-server tests that take seconds: no local clusters, no real Flux, not hub, member, deploy/chart or internal/image (make test runs them); ends with every package's time.
+	@mkdir -p $(TOOLS_DIR) && $(GO) build -o $(TOOLS_DIR)/loopback ./e2e/cmd/loopback && $(GO) build -o $(TOOLS_DIR)/test ./tools/test
+	@assets=$$(e2e/k8sbin/build.sh) && KUBEBUILDER_ASSETS=$$assets $(TOOLS_DIR)/test -exec $(TOOLS_DIR)/loopback \
+		-timeout $(TEST_TIMEOUT) -timeouts '$(TEST_TIMEOUTS)' -without '$(TEST_FAST_WITHOUT)' -skip '$(TEST_FAST_SKIP)' -- -count=1 $(TESTFLAGS)
 
 .PHONY: bench
 bench: ## Run the benchmarks.

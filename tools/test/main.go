@@ -9,6 +9,12 @@
 // longest timeouts (the longest tests) first, so that they do not end up running alone at the
 // end. Flags after -- go to every go test; with -v every line of output is shown, as go test -v
 // shows it.
+//
+// -without leaves out every package whose test binary links one of the packages it names (paths
+// in the module): `make test-fast` leaves out the tests that start local clusters (e2e/clusters)
+// or real Flux (e2e/fluxcore) this way, so that a package that starts using them leaves the fast
+// lane without anyone editing a list. -skip leaves out the packages it names, by their path in
+// the module: `make test-fast` leaves out those whose own tests take minutes.
 package main
 
 import (
@@ -48,6 +54,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	timeouts := fs.String("timeouts", "", "comma-separated path=duration: the -timeout of a package, by its path in the module")
 	pkgs := fs.String("pkgs", "./...", "the packages, as go test takes them")
 	parallel := fs.Int("p", runtime.GOMAXPROCS(0), "how many packages are tested at once")
+	skip := fs.String("skip", "", "comma-separated paths in the module: leave out these packages")
+	without := fs.String("without", "", "comma-separated paths in the module: leave out the packages whose tests link one of them")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -67,6 +75,37 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	runs, err := plan(strings.Fields(list), module, table, *timeout, *pkgs == "./...")
 	if err != nil {
 		return err
+	}
+	if *without != "" {
+		left, names, err := linking(ctx, module, strings.Fields(list), *without)
+		if err != nil {
+			return err
+		}
+		runs = slices.DeleteFunc(runs, func(p pkgRun) bool { return slices.Contains(left, p.pkg) })
+		if len(left) > 0 {
+			short := make([]string, len(left))
+			for i, p := range left {
+				short[i] = strings.TrimPrefix(p, module+"/")
+			}
+			fmt.Fprintf(stdout, "Leaving out %d packages whose tests link %s: %s\n", len(left),
+				strings.Join(names, " or "), strings.Join(short, ", "))
+		}
+	}
+	if *skip != "" {
+		var named []string
+		for p := range strings.SplitSeq(*skip, ",") {
+			p = strings.Trim(strings.TrimSpace(p), "./")
+			if p == "" {
+				continue
+			}
+			n := len(runs)
+			runs = slices.DeleteFunc(runs, func(r pkgRun) bool { return r.pkg == module+"/"+p })
+			if n == len(runs) && !slices.Contains(strings.Fields(list), module+"/"+p) {
+				return fmt.Errorf("-skip: %s is not a package of %s; name packages by their path in the module, e.g. hub", p, module)
+			}
+			named = append(named, p)
+		}
+		fmt.Fprintf(stdout, "Leaving out %d packages named by -skip: %s\n", len(named), strings.Join(named, ", "))
 	}
 	testFlags := fs.Args()
 	r := newReport(stdout, module+"/", verbose(testFlags))
@@ -125,6 +164,49 @@ func goTest(ctx context.Context, r *report, p pkgRun, execPath string, testFlags
 		return fmt.Errorf("go test -timeout %v %s: %w", p.timeout, p.pkg, err)
 	}
 	return nil
+}
+
+// linking returns the packages among pkgs whose test binary links one of the packages that
+// paths (comma-separated, by their path in the module) names, sorted, and those paths. A path
+// that names no package of the module is an error: a misspelt one would leave nothing out,
+// silently.
+func linking(ctx context.Context, module string, pkgs []string, paths string) (left, names []string, err error) {
+	var targets []string
+	for p := range strings.SplitSeq(paths, ",") {
+		p = strings.Trim(strings.TrimSpace(p), "./")
+		if p == "" {
+			continue
+		}
+		if _, err := goOutput(ctx, "list", module+"/"+p); err != nil {
+			return nil, nil, fmt.Errorf("-without: %s is not a package of %s; name packages by their path in the module, e.g. e2e/clusters", p, module)
+		}
+		names = append(names, p)
+		targets = append(targets, module+"/"+p)
+	}
+	// With -test, go list adds the test binary of each package with tests, "<path>.test", whose
+	// Deps are everything the test binary links.
+	out, err := goOutput(ctx, append([]string{"list", "-test", "-f", `{{if not .ForTest}}{{.ImportPath}} {{join .Deps " "}}{{end}}`}, pkgs...)...)
+	if err != nil {
+		return nil, nil, err
+	}
+	for l := range strings.Lines(out) {
+		fields := strings.Fields(l)
+		if len(fields) == 0 {
+			continue
+		}
+		pkg, ok := strings.CutSuffix(fields[0], ".test")
+		if !ok {
+			continue
+		}
+		for _, t := range targets {
+			if pkg == t || slices.Contains(fields[1:], t) {
+				left = append(left, pkg)
+				break
+			}
+		}
+	}
+	slices.Sort(left)
+	return left, names, nil
 }
 
 // goOutput runs go with args and returns its standard output.

@@ -117,3 +117,55 @@ func TestEachPackageRunsWithItsOwnTimeout(t *testing.T) {
 	require.Regexp(t, `(?m)^\s+\d+\.\ds    10m  ok    fast$`, out.String())
 	require.Contains(t, out.String(), "1 packages passed, 1 failed, 0 without tests;")
 }
+
+// TestWithoutLeavesOutThePackagesWhoseTestsLinkAPackage runs the command on a small module as
+// make test-fast does: the package named, the one whose tests import it and the one whose tests
+// import it through another package are left out and named, as is the package -skip names; a package whose tests link a
+// package that links it only in its own tests runs, as do those without tests.
+func TestWithoutLeavesOutThePackagesWhoseTestsLinkAPackage(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"go.mod":                 "module tj\n\ngo 1.24\n",
+		"clusters/clusters.go":   "package clusters\n\n// Start starts clusters.\nfunc Start() {}\n",
+		"clusters/start_test.go": "package clusters\n\nimport \"testing\"\n\nfunc TestStart(t *testing.T) { Start() }\n",
+		"e2e/e2e.go":             "package e2e\n",
+		"e2e/e2e_test.go":        "package e2e_test\n\nimport (\n\t\"testing\"\n\n\t\"tj/clusters\"\n)\n\nfunc TestE2E(t *testing.T) { clusters.Start() }\n",
+		"unit/unit_test.go":      "package unit\n\nimport \"testing\"\n\nfunc TestUnit(t *testing.T) {}\n",
+		"notests/notests.go":     "package notests\n\nimport _ \"tj/clusters\"\n",
+		"deeper/deeper_test.go":  "package deeper\n\nimport (\n\t\"testing\"\n\n\t_ \"tj/e2e\"\n)\n\nfunc TestDeeper(t *testing.T) {}\n",
+		"e2e/helper/helper.go":   "package helper\n\nimport _ \"tj/clusters\"\n",
+		"usehelper/use_test.go":  "package usehelper\n\nimport (\n\t\"testing\"\n\n\t_ \"tj/e2e/helper\"\n)\n\nfunc TestUse(t *testing.T) {}\n",
+		"unit/unit.go":           "package unit\n",
+		"usehelper/usehelper.go": "package usehelper\n",
+		"deeper/deeper.go":       "package deeper\n",
+	}
+	for name, text := range files {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644))
+	}
+	t.Chdir(dir)
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), []string{"-without", "clusters", "--", "-count=1"}, &out, &errOut)
+	require.NoError(t, err, out.String()+errOut.String())
+	require.Contains(t, out.String(), "Leaving out 3 packages whose tests link clusters: clusters, e2e, usehelper\n")
+	require.Regexp(t, `(?m)^ok  \ttj/unit\t`, out.String())
+	require.Regexp(t, `(?m)^ok  \ttj/deeper\t`, out.String(), "deeper's tests link e2e, which links clusters only in its tests")
+	require.NotContains(t, out.String(), "tj/clusters\t")
+	require.NotContains(t, out.String(), "tj/e2e\t")
+	require.NotContains(t, out.String(), "tj/usehelper\t")
+	require.Contains(t, out.String(), "2 packages passed, 0 failed, 2 without tests;")
+
+	out.Reset()
+	err = run(context.Background(), []string{"-without", "clusters", "-skip", "deeper", "--", "-count=1"}, &out, &errOut)
+	require.NoError(t, err, out.String()+errOut.String())
+	require.Contains(t, out.String(), "Leaving out 1 packages named by -skip: deeper\n")
+	require.NotContains(t, out.String(), "tj/deeper\t")
+	require.Contains(t, out.String(), "1 packages passed, 0 failed, 2 without tests;")
+
+	out.Reset()
+	err = run(context.Background(), []string{"-without", "clusters,cluster"}, &out, &errOut)
+	require.ErrorContains(t, err, "-without: cluster is not a package of tj")
+	err = run(context.Background(), []string{"-skip", "deep"}, &out, &errOut)
+	require.ErrorContains(t, err, "-skip: deep is not a package of tj")
+	require.Empty(t, out.String(), "nothing runs")
+}
