@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -32,17 +31,8 @@ import (
 	fedv1alpha1 "github.com/fluxfed/fluxfed/api/fluxfed/v1alpha1"
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/bursting"
-	"github.com/fluxfed/fluxfed/hub/members"
 	"github.com/fluxfed/fluxfed/internal/metrics"
 )
-
-// Members is what the hub asks of its members: the registry (members.Registry).
-type Members interface {
-	// State returns what the hub knows of a member now.
-	State(ctx context.Context, name string) members.State
-	// ListClusters returns the members the hub may push to now.
-	ListClusters() []multicluster.ClusterName
-}
 
 // What the hub needs on its own cluster (deploy/hub); the MiniCluster reconciler's own
 // permissions are in deploy/rbac. Namespaces: get is for naming the hub after kube-system.
@@ -206,30 +196,6 @@ func (r *Reconciler) burst(ctx context.Context, root *fluxv1alpha2.MiniCluster) 
 	return reconcile.Result{RequeueAfter: fed.requeue}, nil
 }
 
-// sooner returns the shortest of the waits that are not 0, or 0.
-func sooner(waits ...time.Duration) time.Duration {
-	var d time.Duration
-	for _, w := range waits {
-		if w > 0 && (d == 0 || w < d) {
-			d = w
-		}
-	}
-	return d
-}
-
-// isRootOfHub tells the roots the hub reconciles: MiniClusters with a burst to push, and those
-// still carrying the hub's finalizer (their bursts were moved off the members, or they are being
-// deleted).
-func isRootOfHub(obj client.Object) bool {
-	mc, ok := obj.(*fluxv1alpha2.MiniCluster)
-	return ok && (hasPushedBursts(mc) || slices.Contains(mc.Finalizers, fluxv1alpha2.FinalizerBursts))
-}
-
-// hasPushedBursts reports whether mc is a root with at least one burst that names a member.
-func hasPushedBursts(mc *fluxv1alpha2.MiniCluster) bool {
-	return !mc.IsBurstChild() && slices.ContainsFunc(mc.Spec.Flux.Bursting.Clusters, func(b fluxv1alpha2.Burst) bool { return b.Cluster != "" })
-}
-
 // toRoots turns a map function into a handler whose requests are for roots on the hub,
 // whichever cluster the event came from.
 func toRoots(fn func(context.Context, client.Object) []mcreconcile.Request) mchandler.TypedEventHandlerFunc[client.Object, mcreconcile.Request] {
@@ -309,9 +275,6 @@ func (r *Reconciler) rootsOf(ctx context.Context, member string) []mcreconcile.R
 	}
 	return out
 }
-
-// now is the hub's clock as a metav1.Time.
-func (r *Reconciler) now() metav1.Time { return metav1.NewTime(r.opts.Clock()) }
 
 // sweeper runs the orphan sweep every SweepInterval.
 type sweeper struct{ r *Reconciler }

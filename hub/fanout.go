@@ -5,6 +5,9 @@ import (
 	"sync"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	"github.com/fluxfed/fluxfed/hub/members"
 )
 
 // forEachMember runs fn for every member at once, each with its own MemberTimeout, and returns
@@ -35,4 +38,12 @@ func (r *Reconciler) reachable() []string {
 		out = append(out, string(n))
 	}
 	return out
+}
+
+// Members is what the hub asks of its members: the registry (members.Registry).
+type Members interface {
+	// State returns what the hub knows of a member now.
+	State(ctx context.Context, name string) members.State
+	// ListClusters returns the members the hub may push to now.
+	ListClusters() []multicluster.ClusterName
 }

@@ -1,9 +1,15 @@
 package hub
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/bursting"
@@ -100,4 +106,48 @@ func (o BurstObservation) reason() string {
 		return fluxv1alpha2.ReasonApplyFailed
 	}
 	return o.ErrReason
+}
+
+// sooner returns the shortest of the waits that are not 0, or 0.
+func sooner(waits ...time.Duration) time.Duration {
+	var d time.Duration
+	for _, w := range waits {
+		if w > 0 && (d == 0 || w < d) {
+			d = w
+		}
+	}
+	return d
+}
+
+// isRootOfHub tells the roots the hub reconciles: MiniClusters with a burst to push, and those
+// still carrying the hub's finalizer (their bursts were moved off the members, or they are being
+// deleted).
+func isRootOfHub(obj client.Object) bool {
+	mc, ok := obj.(*fluxv1alpha2.MiniCluster)
+	return ok && (hasPushedBursts(mc) || slices.Contains(mc.Finalizers, fluxv1alpha2.FinalizerBursts))
+}
+
+// hasPushedBursts reports whether mc is a root with at least one burst that names a member.
+func hasPushedBursts(mc *fluxv1alpha2.MiniCluster) bool {
+	return !mc.IsBurstChild() && slices.ContainsFunc(mc.Spec.Flux.Bursting.Clusters, func(b fluxv1alpha2.Burst) bool { return b.Cluster != "" })
+}
+
+// now is the hub's clock as a metav1.Time.
+func (r *Reconciler) now() metav1.Time { return metav1.NewTime(r.opts.Clock()) }
+
+// rootOf returns the live root that origin names: the MiniCluster of its namespace and name, if
+// it has origin's UID; nil when it is gone. The cache is confirmed past it before a root is
+// taken for gone.
+func (r *Reconciler) rootOf(ctx context.Context, origin fluxv1alpha2.Origin) (*fluxv1alpha2.MiniCluster, error) {
+	key := client.ObjectKey{Namespace: origin.Namespace, Name: origin.Name}
+	for _, reader := range []client.Reader{r.client, r.live} {
+		root := &fluxv1alpha2.MiniCluster{}
+		switch err := reader.Get(ctx, key, root); {
+		case err == nil && root.UID == origin.UID:
+			return root, nil
+		case err != nil && !apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("reading root %s: %w", key, err)
+		}
+	}
+	return nil, nil
 }

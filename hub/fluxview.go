@@ -1,21 +1,13 @@
 package hub
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"reflect"
-	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/remotecommand"
-	"k8s.io/streaming/pkg/httpstream"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
@@ -27,87 +19,6 @@ import (
 
 // The hub runs flux commands in the lead broker's container (docs/bursting.md).
 // +kubebuilder:rbac:groups="",resources=pods/exec,verbs=create
-
-// Exec runs argv in a container of a pod of the hub's cluster, as kubectl exec does, and
-// returns what it wrote to its standard output. An error carries the start of its standard
-// error.
-type Exec func(ctx context.Context, namespace, pod, container string, argv []string) ([]byte, error)
-
-// NewExec returns the Exec of the pods/exec subresource of the API server at cfg: WebSocket,
-// falling back to SPDY for API servers that do not speak it.
-func NewExec(cfg *rest.Config) (Exec, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return func(ctx context.Context, namespace, pod, container string, argv []string) ([]byte, error) {
-		req := cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(namespace).Name(pod).SubResource("exec").
-			VersionedParams(&corev1.PodExecOptions{Container: container, Command: argv, Stdout: true, Stderr: true}, scheme.ParameterCodec)
-		ws, err := remotecommand.NewWebSocketExecutor(cfg, "GET", req.URL().String())
-		if err != nil {
-			return nil, err
-		}
-		spdy, err := remotecommand.NewSPDYExecutor(cfg, "POST", req.URL())
-		if err != nil {
-			return nil, err
-		}
-		// As kubectl: SPDY only when the API server (or a proxy) cannot upgrade to WebSocket.
-		exec, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
-			return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
-		})
-		if err != nil {
-			return nil, err
-		}
-		var stdout, stderr limitedBuffer
-		stdout.limit, stderr.limit = 8<<20, 4<<10
-		err = exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr})
-		if err != nil {
-			if msg := strings.TrimSpace(stderr.String()); msg != "" {
-				return stdout.Bytes(), fmt.Errorf("%w: %s", err, msg)
-			}
-			return stdout.Bytes(), err
-		}
-		return stdout.Bytes(), nil
-	}, nil
-}
-
-// limitedBuffer keeps the first limit bytes written to it and drops the rest.
-type limitedBuffer struct {
-	bytes.Buffer
-	limit int
-}
-
-func (b *limitedBuffer) Write(p []byte) (int, error) {
-	if room := b.limit - b.Len(); room > 0 {
-		b.Buffer.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
-}
-
-// fluxWatch is what the hub knows of one root's Flux instance.
-type fluxWatch struct {
-	// asking is held while the instance is asked: never more than one exec at a time per root.
-	asking sync.Mutex
-
-	mu sync.Mutex
-	// view is the last answer, nil before the first; err why the last ask failed.
-	view *flux.View
-	err  error
-	// at is when it was last asked, and interval how long until it is asked again: doubled,
-	// up to FluxIntervalMax, each time the answer did not change.
-	at       time.Time
-	interval time.Duration
-	// waiting holds, per burst, since when its pods ran while Flux did not see its brokers
-	// all online; leaving, since when Flux saw more of its ranks online than it has brokers.
-	waiting, leaving map[string]time.Time
-	// idle tracks the ranks that run no job; sizes the brokers each burst was given, under
-	// on-demand scaling.
-	idle  flux.Idle
-	sizes map[string]int32
-	// stale is set when a scaling step changed the instance since view was read: no step is
-	// decided on it again.
-	stale bool
-}
 
 // fluxObservation is what one reconcile knows of the root's instance.
 type fluxObservation struct {

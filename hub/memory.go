@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/bursting"
 	"github.com/fluxfed/fluxfed/flux"
 	"github.com/fluxfed/fluxfed/internal/metrics"
 )
@@ -124,4 +125,36 @@ func (m *rootMemory) asked() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.flux != nil
+}
+
+// probeResult is the last greeting of a root's lead broker.
+type probeResult struct {
+	endpoint bursting.Endpoint
+	err      error
+	at       time.Time
+}
+
+// fluxWatch is what the hub knows of one root's Flux instance.
+type fluxWatch struct {
+	// asking is held while the instance is asked: never more than one exec at a time per root.
+	asking sync.Mutex
+
+	mu sync.Mutex
+	// view is the last answer, nil before the first; err why the last ask failed.
+	view *flux.View
+	err  error
+	// at is when it was last asked, and interval how long until it is asked again: doubled,
+	// up to FluxIntervalMax, each time the answer did not change.
+	at       time.Time
+	interval time.Duration
+	// waiting holds, per burst, since when its pods ran while Flux did not see its brokers
+	// all online; leaving, since when Flux saw more of its ranks online than it has brokers.
+	waiting, leaving map[string]time.Time
+	// idle tracks the ranks that run no job; sizes the brokers each burst was given, under
+	// on-demand scaling.
+	idle  flux.Idle
+	sizes map[string]int32
+	// stale is set when a scaling step changed the instance since view was read: no step is
+	// decided on it again.
+	stale bool
 }

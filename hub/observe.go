@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -118,13 +117,6 @@ func (r *Reconciler) leadNode(ctx context.Context, root *fluxv1alpha2.MiniCluste
 		return nil, fmt.Errorf("reading node %s: %w", pod.Spec.NodeName, err)
 	}
 	return node, nil
-}
-
-// probeResult is the last greeting of a root's lead broker.
-type probeResult struct {
-	endpoint bursting.Endpoint
-	err      error
-	at       time.Time
 }
 
 // probe greets the lead broker at the endpoint, at most once per ProbeInterval, whether it

@@ -389,23 +389,6 @@ func (r *Reconciler) judgeConflict(ctx context.Context, p *prover, applier *appl
 		refusal.Object, origin.Namespace, origin.Name, origin.UID)}
 }
 
-// rootOf returns the live root that origin names: the MiniCluster of its namespace and name, if
-// it has origin's UID; nil when it is gone. The cache is confirmed past it before a root is
-// taken for gone.
-func (r *Reconciler) rootOf(ctx context.Context, origin fluxv1alpha2.Origin) (*fluxv1alpha2.MiniCluster, error) {
-	key := client.ObjectKey{Namespace: origin.Namespace, Name: origin.Name}
-	for _, reader := range []client.Reader{r.client, r.live} {
-		root := &fluxv1alpha2.MiniCluster{}
-		switch err := reader.Get(ctx, key, root); {
-		case err == nil && root.UID == origin.UID:
-			return root, nil
-		case err != nil && !apierrors.IsNotFound(err):
-			return nil, fmt.Errorf("reading root %s: %w", key, err)
-		}
-	}
-	return nil, nil
-}
-
 // reportMove queues an event when the advertised endpoint changed: the children were given the
 // new one.
 func (r *Reconciler) reportMove(root *fluxv1alpha2.MiniCluster, endpoint bursting.Endpoint, events *eventQueue) {
