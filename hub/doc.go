@@ -31,8 +31,9 @@
 // federation.go (what one reconcile observed: the lead broker, the plan, each burst),
 // memory.go (what the hub keeps of a root from one reconcile to the next, dropped at once by
 // forget), events.go (events held until the status they describe is written), fanout.go (a
-// step on every member at once), writes.go (the exact deletes and apply helpers) and errors.go
-// (the hub's error types and the condition reasons they become).
+// step on every member at once), writes.go (the exact deletes and apply helpers), errors.go
+// (the hub's error types and the condition reasons they become) and exec.go (running a command
+// in a pod of the hub, as kubectl exec does).
 //
 // proof.go is how the hub proves what it created on members (a keyed hash on every object, under
 // a key kept in a Secret of the members namespace); ledger.go is the root's index of those
