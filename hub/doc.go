@@ -38,5 +38,6 @@
 // proof.go is how the hub proves what it created on members (a keyed hash on every object, under
 // a key kept in a Secret of the members namespace); ledger.go is the root's index of those
 // objects, persisted in its status.pushed, which says where to look and proves nothing.
-// leadbroker.go holds pure helpers (the lead broker Service and advertised endpoint).
+// leadbroker.go holds the lead broker: its Service (exposed first in a reconcile), advertised
+// endpoint and greeting.
 package hub

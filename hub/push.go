@@ -27,22 +27,6 @@ import (
 	"github.com/fluxfed/fluxfed/member/render/names"
 )
 
-// exposeLeadBroker applies the root's lead broker Service and returns it as stored. A Service of
-// the name that is not the root's is a refusal: it is reported, never taken over.
-func (r *Reconciler) exposeLeadBroker(ctx context.Context, root *fluxv1alpha2.MiniCluster) (*corev1.Service, error) {
-	u, err := toUnstructured(LeadBrokerService(root))
-	if err != nil {
-		return nil, err
-	}
-	u.SetOwnerReferences([]metav1.OwnerReference{*metav1.NewControllerRef(root, fluxv1alpha2.GroupVersion.WithKind("MiniCluster"))})
-	applier := &apply.Applier{Client: r.client, Live: r.live, FieldOwner: fluxv1alpha2.FieldOwnerHub}
-	obj, err := applier.Apply(ctx, u, apply.ControlledBy(root))
-	if err != nil {
-		return nil, fmt.Errorf("exposing the lead broker: %w", err)
-	}
-	return obj.(*corev1.Service), nil
-}
-
 // push applies every child of the plan, with the root's CURVE Secret, to its member, the members
 // at once, and records the outcome in fed.bursts. Bursts whose member cannot be used now (see
 // observe) are left as observed. Until the root's certificate exists (the member reconciler
