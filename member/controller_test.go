@@ -393,6 +393,14 @@ func TestAChangeTheJobCannotTakeIsReportedNotRetried(t *testing.T) {
 	h.get(t, mc)
 	require.Contains(t, meta.FindStatusCondition(mc.Status.Conditions, fluxv1alpha2.ConditionFailed).Message, "Job "+mc.Namespace+"/frozen")
 
+	// A reconcile already under way when the condition was read may still send its one attempt
+	// (a busy machine); wait until a second passes without a write, for at most 30 s: a change
+	// retried in a loop never lets it.
+	require.Eventually(t, func() bool {
+		quiet := h.requests.mark()
+		time.Sleep(time.Second)
+		return len(h.requests.writesSince(quiet)) == 0
+	}, 30*time.Second, time.Millisecond, "the refused change is still being retried")
 	mark := h.requests.mark()
 	time.Sleep(3 * time.Second)
 	require.Empty(t, h.requests.writesSince(mark), "a refused change must not be retried in a loop")
