@@ -60,21 +60,12 @@ func WantedScope(mc *fedv1alpha1.MemberCluster, roots []fluxv1alpha2.MiniCluster
 	if mc.Spec.Namespaces.Allow == fedv1alpha1.NamespaceAllowAny {
 		return Scope{All: true}
 	}
-	var ns []string
+	ns := burstNamespaces(mc, roots)
 	for i := range roots {
-		root := &roots[i]
-		if root.IsBurstChild() {
+		if roots[i].IsBurstChild() {
 			continue
 		}
-		for _, b := range root.Spec.Flux.Bursting.Clusters {
-			if b.Cluster != mc.Name {
-				continue
-			}
-			if child := bursting.ChildNamespace(root, b); policy.Namespace(mc.Spec.Namespaces, root.Namespace, child) == nil {
-				ns = append(ns, child)
-			}
-		}
-		for _, p := range root.Status.Pushed {
+		for _, p := range roots[i].Status.Pushed {
 			if p.Cluster == mc.Name && mayHold(p.Namespace) {
 				ns = append(ns, p.Namespace)
 			}
@@ -92,6 +83,18 @@ func WantedScope(mc *fedv1alpha1.MemberCluster, roots []fluxv1alpha2.MiniCluster
 // check reports on: those roots burst into, as the member's policy allows, and those
 // spec.namespaces lists. Namespaces the hub only keeps objects to delete in are not among them.
 func LentNamespaces(mc *fedv1alpha1.MemberCluster, roots []fluxv1alpha2.MiniCluster) []string {
+	ns := burstNamespaces(mc, roots)
+	if mc.Spec.Namespaces.Allow == fedv1alpha1.NamespaceAllowListed {
+		for _, n := range mc.Spec.Namespaces.Names {
+			ns = append(ns, string(n))
+		}
+	}
+	return NewScope(ns...).Namespaces
+}
+
+// burstNamespaces returns the namespaces roots burst into on the member mc registers, as the
+// member's policy allows.
+func burstNamespaces(mc *fedv1alpha1.MemberCluster, roots []fluxv1alpha2.MiniCluster) []string {
 	var ns []string
 	for i := range roots {
 		root := &roots[i]
@@ -107,12 +110,7 @@ func LentNamespaces(mc *fedv1alpha1.MemberCluster, roots []fluxv1alpha2.MiniClus
 			}
 		}
 	}
-	if mc.Spec.Namespaces.Allow == fedv1alpha1.NamespaceAllowListed {
-		for _, n := range mc.Spec.Namespaces.Names {
-			ns = append(ns, string(n))
-		}
-	}
-	return NewScope(ns...).Namespaces
+	return ns
 }
 
 // mayHold reports whether the hub may ever have pushed to namespace: not one of the namespaces
