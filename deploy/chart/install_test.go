@@ -400,10 +400,17 @@ func TestChartUpgradesCRDsBeforeTheManager(t *testing.T) {
 
 	chrt, err := loader.Load(chartDir)
 	require.NoError(t, err)
+	requireUpgraded(t, c, updates, before, "ghcr.io/fluxfed/fluxfed:"+chrt.Metadata.AppVersion)
+}
+
+// requireUpgraded checks an upgrade recorded in updates: the MiniCluster CRD (with jobLabels)
+// was updated before the Deployment that runs image, the MiniCluster before of the older release
+// stays, and a MiniCluster with the new field is accepted under strict field validation.
+func requireUpgraded(t *testing.T, c client.Client, updates []update, before *unstructured.Unstructured, image string) {
+	t.Helper()
+	ctx := context.Background()
 	crdAt := first(t, updates, "CustomResourceDefinition", "miniclusters.flux-framework.org", hasJobLabels)
-	managerAt := first(t, updates, "Deployment", "fluxfed-manager", func(d *unstructured.Unstructured) bool {
-		return imageOf(d) == "ghcr.io/fluxfed/fluxfed:"+chrt.Metadata.AppVersion
-	})
+	managerAt := first(t, updates, "Deployment", "fluxfed-manager", func(d *unstructured.Unstructured) bool { return imageOf(d) == image })
 	require.Less(t, crdAt, managerAt, "the CRD is updated before the manager that needs it")
 
 	after := &unstructured.Unstructured{}

@@ -150,20 +150,7 @@ func TestReleaseManifestUpgradesCRDsBeforeTheManager(t *testing.T) {
 			updates := stop()
 			require.NotContains(t, out, "conflict")
 
-			crdAt := first(t, updates, "CustomResourceDefinition", "miniclusters.flux-framework.org", hasJobLabels)
-			managerAt := first(t, updates, "Deployment", "fluxfed-manager", func(d *unstructured.Unstructured) bool { return image == imageOf(d) })
-			require.Less(t, crdAt, managerAt, "the CRD is updated before the manager that needs it")
-
-			after := &unstructured.Unstructured{}
-			after.SetGroupVersionKind(before.GroupVersionKind())
-			require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(before), after))
-			require.Equal(t, before.GetUID(), after.GetUID(), "the MiniCluster of the older release stays")
-			require.EventuallyWithT(t, func(ct *assert.CollectT) {
-				mc := miniCluster("after", map[string]any{"team": "a"})
-				require.NoError(ct, client.IgnoreAlreadyExists(c.Create(ctx, mc, client.FieldValidation("Strict"))))
-				require.NoError(ct, c.Get(ctx, client.ObjectKeyFromObject(mc), mc))
-				require.Equal(ct, map[string]any{"team": "a"}, mc.Object["spec"].(map[string]any)["jobLabels"])
-			}, 30*time.Second, 100*time.Millisecond, "the new field is served")
+			requireUpgraded(t, c, updates, before, image)
 		})
 	}
 }
