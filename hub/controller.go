@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -111,6 +112,9 @@ func Setup(mgr mcmanager.Manager, registry Members, opts Options) (*Reconciler, 
 			// does not answer fails its engagement after this long, and is tried again.
 			CacheSyncTimeout: opts.Members.SyncTimeout,
 			RateLimiter:      workqueue.NewTypedItemExponentialFailureRateLimiter[mcreconcile.Request](opts.RetryBase, opts.RetryMax),
+			// controller-runtime v0.24.1's priority queue can deadlock when its controller stops
+			// (kubernetes-sigs/controller-runtime#3538, fixed after it): the client-go work queue.
+			UsePriorityQueue: ptr.To(false),
 		}).
 		Complete(r)
 }

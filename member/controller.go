@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -96,7 +97,12 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		concurrency = DefaultConcurrency
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: concurrency,
+			// controller-runtime v0.24.1's priority queue can deadlock when the controller stops
+			// (kubernetes-sigs/controller-runtime#3538, fixed after it): the client-go work queue.
+			UsePriorityQueue: ptr.To(false),
+		}).
 		For(&fluxv1alpha2.MiniCluster{}).
 		// Any change or deletion of an owned object brings its MiniCluster back, which puts the
 		// object back as rendered: that is all there is to drift correction. An object whose

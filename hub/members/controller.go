@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -97,6 +98,9 @@ func Setup(mgr mcmanager.Manager, registry *Registry, namespace string) error {
 		WithOptions(controller.TypedOptions[mcreconcile.Request]{
 			SkipNameValidation: local.GetControllerOptions().SkipNameValidation,
 			CacheSyncTimeout:   registry.opts.SyncTimeout,
+			// controller-runtime v0.24.1's priority queue can deadlock when its controller stops
+			// (kubernetes-sigs/controller-runtime#3538, fixed after it): the client-go work queue.
+			UsePriorityQueue: ptr.To(false),
 		}).
 		Complete(r)
 }
