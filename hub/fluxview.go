@@ -14,7 +14,7 @@ import (
 	"github.com/fluxfed/fluxfed/bursting"
 	"github.com/fluxfed/fluxfed/flux"
 	"github.com/fluxfed/fluxfed/internal/text"
-	"github.com/fluxfed/fluxfed/member/render/scripts"
+	"github.com/fluxfed/fluxfed/member/render/names"
 )
 
 // The hub runs flux commands in the lead broker's container (docs/bursting.md).
@@ -97,7 +97,7 @@ func (r *Reconciler) askFlux(ctx context.Context, root *fluxv1alpha2.MiniCluster
 	if root.Spec.Flux.DisableSocket {
 		return nil, errors.New("spec.flux.disableSocket is set, so the lead broker's local URI is not at a path the hub can find")
 	}
-	out, err := r.runInLead(ctx, root, flux.ObserveCommand(scripts.MountPath(root)))
+	out, err := r.runInLead(ctx, root, flux.ObserveCommand(names.MountPath(root)))
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +130,7 @@ func (r *Reconciler) leadContainer(ctx context.Context, root *fluxv1alpha2.MiniC
 	if err := r.client.List(ctx, &pods, client.InNamespace(root.Namespace), client.MatchingLabels(LeadBrokerSelector(root))); err != nil {
 		return nil, "", fmt.Errorf("listing the lead broker pod: %w", err)
 	}
-	container := fluxContainerName(root)
+	container := names.FluxContainerName(root)
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil && containerRunning(p, container) {
@@ -138,16 +138,6 @@ func (r *Reconciler) leadContainer(ctx context.Context, root *fluxv1alpha2.MiniC
 		}
 	}
 	return nil, "", errors.New("the lead broker's container is not running")
-}
-
-// fluxContainerName is the name of the container that runs the root's brokers.
-func fluxContainerName(root *fluxv1alpha2.MiniCluster) string {
-	for i := range root.Spec.Containers {
-		if &root.Spec.Containers[i] == root.FluxContainer() {
-			return scripts.ContainerName(root, i)
-		}
-	}
-	return root.Name
 }
 
 func containerRunning(p *corev1.Pod, name string) bool {

@@ -10,7 +10,7 @@ import (
 	"github.com/fluxfed/fluxfed/flux"
 	"github.com/fluxfed/fluxfed/internal/metrics"
 	"github.com/fluxfed/fluxfed/internal/text"
-	"github.com/fluxfed/fluxfed/member/render/scripts"
+	"github.com/fluxfed/fluxfed/member/render/names"
 )
 
 // Reasons of the events of on-demand scaling.
@@ -133,7 +133,7 @@ const stepFollowUp = time.Second
 
 // fluxCommand runs argv with flux in the root's lead broker container; a failure is an event.
 func (r *Reconciler) fluxCommand(ctx context.Context, root *fluxv1alpha2.MiniCluster, events *eventQueue, argv []string) bool {
-	if _, err := r.runInLead(ctx, root, flux.Command(scripts.MountPath(root), argv...)); err != nil {
+	if _, err := r.runInLead(ctx, root, flux.Command(names.MountPath(root), argv...)); err != nil {
 		events.add(corev1.EventTypeWarning, EventScalingFailed, "Scale", "%v failed: %v", argv, err)
 		return false
 	}

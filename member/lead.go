@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/member/render/names"
 	"github.com/fluxfed/fluxfed/member/render/scripts"
 )
 
@@ -59,7 +60,7 @@ func (r *Reconciler) readLeadEnd(ctx context.Context, mc *fluxv1alpha2.MiniClust
 	}); err != nil {
 		return nil, fmt.Errorf("reading the lead broker's pod: %w", err)
 	}
-	container := scripts.FluxContainerName(mc)
+	container := names.FluxContainerName(mc)
 	var end *leadEnd
 	var at int64
 	for i := range pods.Items {

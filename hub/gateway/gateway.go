@@ -38,7 +38,7 @@ import (
 	"github.com/fluxfed/fluxfed/bursting"
 	"github.com/fluxfed/fluxfed/flux"
 	"github.com/fluxfed/fluxfed/hostlist"
-	"github.com/fluxfed/fluxfed/member/render/scripts"
+	"github.com/fluxfed/fluxfed/member/render/names"
 )
 
 // The API the gateway serves, and the name of its APIService.
@@ -340,7 +340,7 @@ func (s *Server) logs(w http.ResponseWriter, r *http.Request, root *fluxv1alpha2
 	opts := &corev1.PodLogOptions{Container: q.Get("container"), Follow: q.Get("follow") == "true",
 		Previous: q.Get("previous") == "true", Timestamps: q.Get("timestamps") == "true"}
 	if opts.Container == "" {
-		opts.Container = scripts.FluxContainerName(root)
+		opts.Container = names.FluxContainerName(root)
 	}
 	if v := q.Get("tailLines"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
@@ -397,9 +397,9 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request, fp *FrontProxy,
 	if err != nil {
 		return err
 	}
-	container := scripts.FluxContainerName(root)
+	container := names.FluxContainerName(root)
 	target := s.hub.CoreV1().RESTClient().Post().Resource("pods").Namespace(t.namespace).Name(t.pod.Name).SubResource("exec").
-		VersionedParams(&corev1.PodExecOptions{Container: container, Command: flux.Command(scripts.MountPath(root), argv...),
+		VersionedParams(&corev1.PodExecOptions{Container: container, Command: flux.Command(names.MountPath(root), argv...),
 			Stdin: q.Get("stdin") == "true", Stdout: q.Get("stdout") == "true", Stderr: q.Get("stderr") == "true",
 			TTY: q.Get("tty") == "true"}, scheme.ParameterCodec).URL()
 	fp.Strip(r.Header)

@@ -4,6 +4,8 @@
 package names
 
 import (
+	"strings"
+
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 )
 
@@ -63,3 +65,37 @@ func LeadBrokerServiceName(mc *fluxv1alpha2.MiniCluster) string { return mc.Name
 func SelectorLabels(mc *fluxv1alpha2.MiniCluster) map[string]string {
 	return map[string]string{fluxv1alpha2.LabelMiniCluster: mc.Name}
 }
+
+// MountPath returns M, the directory where every container of a broker pod sees the volume
+// that the init container provisions.
+func MountPath(mc *fluxv1alpha2.MiniCluster) string {
+	if p := mc.Spec.Flux.Container.MountPath; p != "" {
+		return strings.TrimRight(p, "/")
+	}
+	return DefaultMountPath
+}
+
+// ContainerName returns the name of spec.containers[i] in the pod: its own, or the
+// MiniCluster's name for the container that runs Flux when it has none.
+func ContainerName(mc *fluxv1alpha2.MiniCluster, i int) string {
+	c := &mc.Spec.Containers[i]
+	if c.Name == "" && mc.FluxContainer() == c {
+		return mc.Name
+	}
+	return c.Name
+}
+
+// FluxContainerName returns the name in the pod of the container that runs Flux; the
+// MiniCluster's name when no container qualifies, which the schema does not admit.
+func FluxContainerName(mc *fluxv1alpha2.MiniCluster) string {
+	for i := range mc.Spec.Containers {
+		if &mc.Spec.Containers[i] == mc.FluxContainer() {
+			return ContainerName(mc, i)
+		}
+	}
+	return mc.Name
+}
+
+// DefaultMountPath is where the flux view is mounted when spec.flux.container.mountPath is
+// empty; the schema fills it in, and the renderers apply it too.
+const DefaultMountPath = "/mnt/flux"

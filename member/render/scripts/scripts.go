@@ -85,9 +85,6 @@ func ServiceKey(name string) string { return "service-" + name + ".sh" }
 // Defaults of the spec that the schema fills in; the renderers apply them too, so that a
 // MiniCluster that was not defaulted by an API server renders the same.
 const (
-	// DefaultMountPath is where the flux view is mounted when spec.flux.container.mountPath is
-	// empty.
-	DefaultMountPath = "/mnt/flux"
 	// DefaultOutputDir is where batch jobs write their output when containers[].logs is empty.
 	DefaultOutputDir = "/tmp/fluxout"
 	// DefaultConnectTimeout is spec.flux.connectTimeout when it is not set at all.
@@ -95,36 +92,6 @@ const (
 	// DefaultLogLevel is spec.flux.logLevel when it is not set.
 	DefaultLogLevel = 6
 )
-
-// MountPath returns M, the directory where every container of a broker pod sees the volume
-// that the init container provisions.
-func MountPath(mc *fluxv1alpha2.MiniCluster) string {
-	if p := mc.Spec.Flux.Container.MountPath; p != "" {
-		return strings.TrimRight(p, "/")
-	}
-	return DefaultMountPath
-}
-
-// ContainerName returns the name of spec.containers[i] in the pod: its own, or the
-// MiniCluster's name for the container that runs Flux when it has none.
-func ContainerName(mc *fluxv1alpha2.MiniCluster, i int) string {
-	c := &mc.Spec.Containers[i]
-	if c.Name == "" && isFluxContainer(mc, i) {
-		return mc.Name
-	}
-	return c.Name
-}
-
-// FluxContainerName returns the name in the pod of the container that runs Flux; the
-// MiniCluster's name when no container qualifies, which the schema does not admit.
-func FluxContainerName(mc *fluxv1alpha2.MiniCluster) string {
-	for i := range mc.Spec.Containers {
-		if &mc.Spec.Containers[i] == mc.FluxContainer() {
-			return ContainerName(mc, i)
-		}
-	}
-	return mc.Name
-}
 
 // ProvisionerCommand returns the command of the flux-view init container.
 func ProvisionerCommand() []string {
@@ -139,13 +106,13 @@ func ContainerCommand(mc *fluxv1alpha2.MiniCluster, i int) []string {
 	c := &mc.Spec.Containers[i]
 	switch {
 	case isFluxContainer(mc, i):
-		return []string{"/bin/bash", names.EntrypointMountPath + "/" + ContainerKey(ContainerName(mc, i))}
+		return []string{"/bin/bash", names.EntrypointMountPath + "/" + ContainerKey(names.ContainerName(mc, i))}
 	case c.Command == "":
 		return nil
 	case c.NoWrapEntrypoint:
 		return []string{"/bin/sh", "-c", c.Command}
 	default:
-		return []string{"/bin/bash", names.EntrypointMountPath + "/" + ContainerKey(ContainerName(mc, i))}
+		return []string{"/bin/bash", names.EntrypointMountPath + "/" + ContainerKey(names.ContainerName(mc, i))}
 	}
 }
 
@@ -222,7 +189,7 @@ func render(mc *fluxv1alpha2.MiniCluster, in Inputs) (map[string]string, error) 
 
 	seen := map[string]bool{}
 	for i := range mc.Spec.Containers {
-		name := ContainerName(mc, i)
+		name := names.ContainerName(mc, i)
 		if seen[name] {
 			return nil, fmt.Errorf("spec.containers[%d]: container name %q is used twice (the container that runs Flux is named after the MiniCluster when it has no name)", i, name)
 		}
@@ -280,15 +247,15 @@ func checkInputs(mc *fluxv1alpha2.MiniCluster, in Inputs) error {
 	}
 	// Broker options and attributes reach the broker through flux start, which splits broker
 	// options at commas.
-	if strings.Contains(MountPath(mc), ",") {
-		return fmt.Errorf("spec.flux.container.mountPath %q: a comma cannot be passed to the broker", MountPath(mc))
+	if strings.Contains(names.MountPath(mc), ",") {
+		return fmt.Errorf("spec.flux.container.mountPath %q: a comma cannot be passed to the broker", names.MountPath(mc))
 	}
 	// The schema refuses white space in the mount path too; a MiniCluster stored before it did
 	// would start a lead broker whose rc1 fails, and restarts, forever: flux-core loads the
 	// crontabs of the cron directory (under the mount path) with a shell command that splits
 	// their paths at blanks.
-	if strings.ContainsFunc(MountPath(mc), unicode.IsSpace) {
-		return fmt.Errorf("spec.flux.container.mountPath %q: Flux's startup scripts split paths at white space", MountPath(mc))
+	if strings.ContainsFunc(names.MountPath(mc), unicode.IsSpace) {
+		return fmt.Errorf("spec.flux.container.mountPath %q: Flux's startup scripts split paths at white space", names.MountPath(mc))
 	}
 	if strings.Contains(mc.Spec.Archive.Path, ",") {
 		return fmt.Errorf("spec.archive.path %q: a comma cannot be passed to the broker", mc.Spec.Archive.Path)
@@ -361,7 +328,7 @@ type view struct {
 }
 
 func newView(mc *fluxv1alpha2.MiniCluster) view {
-	m := MountPath(mc)
+	m := names.MountPath(mc)
 	return view{
 		View:       !mc.Spec.Flux.Container.Disable,
 		Fluxion:    !mc.Spec.Flux.Scheduler.Simple,
@@ -490,7 +457,7 @@ func fluxScriptData(mc *fluxv1alpha2.MiniCluster, i int, in Inputs) (fluxScript,
 	spec := &mc.Spec
 	field := fmt.Sprintf("spec.containers[%d]", i)
 	d := fluxScript{
-		common: newCommon(mc, ContainerName(mc, i),
+		common: newCommon(mc, names.ContainerName(mc, i),
 			hook{"init", c.Commands.Init},
 			hook{"preCommand", c.PreCommand},
 			hook{"pre", c.Commands.Pre},
@@ -766,7 +733,7 @@ func sidecarData(mc *fluxv1alpha2.MiniCluster, i int) sidecar {
 	v := newView(mc)
 	v.Sidecar = true
 	return sidecar{
-		common: newCommon(mc, ContainerName(mc, i),
+		common: newCommon(mc, names.ContainerName(mc, i),
 			hook{"init", c.Commands.Init},
 			hook{"servicePre", c.Commands.ServicePre},
 			hook{"post", c.Commands.Post},

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/member/render/names"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -341,7 +342,7 @@ func TestFluxScriptValues(t *testing.T) {
 			f := fixtureNamed(t, tt.fix)
 			got, err := Render(f.mc, f.in)
 			require.NoError(t, err)
-			script := got[ContainerKey(ContainerName(f.mc, 0))]
+			script := got[ContainerKey(names.ContainerName(f.mc, 0))]
 			names := mapKeys(toSet(tt.want))
 			require.Equal(t, tt.want, values(t, script, names...))
 		})

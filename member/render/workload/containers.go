@@ -23,7 +23,7 @@ func viewContainer(mc *fluxv1alpha2.MiniCluster) (*corev1ac.ContainerApplyConfig
 		WithImagePullPolicy(pullPolicy("", view.PullAlways)).
 		WithCommand(scripts.ProvisionerCommand()...).
 		WithVolumeMounts(
-			corev1ac.VolumeMount().WithName(VolumeView).WithMountPath(scripts.MountPath(mc)),
+			corev1ac.VolumeMount().WithName(VolumeView).WithMountPath(names.MountPath(mc)),
 			corev1ac.VolumeMount().WithName(VolumeConfig).WithMountPath(names.ConfigMountPath).WithReadOnly(true),
 			corev1ac.VolumeMount().WithName(VolumeCurve).WithMountPath(names.CurveMountPath).WithReadOnly(true),
 			corev1ac.VolumeMount().WithName(VolumeEntrypoint).WithMountPath(names.EntrypointMountPath).WithReadOnly(true),
@@ -49,12 +49,12 @@ func viewContainer(mc *fluxv1alpha2.MiniCluster) (*corev1ac.ContainerApplyConfig
 func appContainer(mc *fluxv1alpha2.MiniCluster, i int) (*corev1ac.ContainerApplyConfiguration, error) {
 	spec := &mc.Spec.Containers[i]
 	field := fmt.Sprintf("spec.containers[%d]", i)
-	c, err := container(spec, scripts.ContainerName(mc, i), scripts.ContainerCommand(mc, i), field)
+	c, err := container(spec, names.ContainerName(mc, i), scripts.ContainerCommand(mc, i), field)
 	if err != nil {
 		return nil, err
 	}
 	c.WithVolumeMounts(
-		corev1ac.VolumeMount().WithName(VolumeView).WithMountPath(scripts.MountPath(mc)),
+		corev1ac.VolumeMount().WithName(VolumeView).WithMountPath(names.MountPath(mc)),
 		corev1ac.VolumeMount().WithName(VolumeEntrypoint).WithMountPath(names.EntrypointMountPath).WithReadOnly(true),
 	)
 	if mc.Spec.Flux.MungeSecret != "" && mc.FluxContainer() == spec {

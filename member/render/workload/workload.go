@@ -37,7 +37,6 @@ import (
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/member/render/names"
-	"github.com/fluxfed/fluxfed/member/render/scripts"
 )
 
 // Defaults the schema fills in, applied here too so that an object that was not defaulted by an
@@ -112,7 +111,7 @@ func Job(mc *fluxv1alpha2.MiniCluster) (*batchv1ac.JobApplyConfiguration, error)
 		annotations = map[string]string{}
 	}
 	if _, set := annotations[annotationDefaultContainer]; !set {
-		annotations[annotationDefaultContainer] = scripts.FluxContainerName(mc)
+		annotations[annotationDefaultContainer] = names.FluxContainerName(mc)
 	}
 
 	jobSpec := batchv1ac.JobSpec().
@@ -154,7 +153,7 @@ func endWithTheLead(mc *fluxv1alpha2.MiniCluster, jobSpec *batchv1ac.JobSpecAppl
 			batchv1ac.PodFailurePolicyRule().
 				WithAction(batchv1.PodFailurePolicyActionFailJob).
 				WithOnExitCodes(batchv1ac.PodFailurePolicyOnExitCodesRequirement().
-					WithContainerName(scripts.FluxContainerName(mc)).
+					WithContainerName(names.FluxContainerName(mc)).
 					WithOperator(batchv1.PodFailurePolicyOnExitCodesOpNotIn).
 					WithValues(0))))
 	}
