@@ -103,11 +103,7 @@ func TestEachPackageRunsWithItsOwnTimeout(t *testing.T) {
 		"slow/slow_test.go": "package slow\n\nimport (\n\t\"testing\"\n\t\"time\"\n)\n\nfunc TestSlow(t *testing.T) { time.Sleep(3 * time.Second) }\n",
 		"fast/fast_test.go": "package fast\n\nimport (\n\t\"testing\"\n\t\"time\"\n)\n\nfunc TestFast(t *testing.T) { time.Sleep(3 * time.Second) }\n",
 	}
-	for name, text := range files {
-		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644))
-	}
-	t.Chdir(dir)
+	writeModule(t, dir, files)
 	var out, errOut bytes.Buffer
 	err := run(context.Background(), []string{"-timeout", "10m", "-timeouts", "slow=1s", "--", "-count=1"}, &out, &errOut)
 	require.ErrorContains(t, err, "1 packages failed", out.String()+errOut.String())
@@ -139,11 +135,7 @@ func TestWithoutLeavesOutThePackagesWhoseTestsLinkAPackage(t *testing.T) {
 		"usehelper/usehelper.go": "package usehelper\n",
 		"deeper/deeper.go":       "package deeper\n",
 	}
-	for name, text := range files {
-		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644))
-	}
-	t.Chdir(dir)
+	writeModule(t, dir, files)
 	var out, errOut bytes.Buffer
 	err := run(context.Background(), []string{"-without", "clusters", "--", "-count=1"}, &out, &errOut)
 	require.NoError(t, err, out.String()+errOut.String())
@@ -168,4 +160,14 @@ func TestWithoutLeavesOutThePackagesWhoseTestsLinkAPackage(t *testing.T) {
 	err = run(context.Background(), []string{"-skip", "deep"}, &out, &errOut)
 	require.ErrorContains(t, err, "-skip: deep is not a package of tj")
 	require.Empty(t, out.String(), "nothing runs")
+}
+
+// writeModule writes files, by path, into dir and makes it the working directory.
+func writeModule(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, text := range files {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644))
+	}
+	t.Chdir(dir)
 }
