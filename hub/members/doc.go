@@ -49,4 +49,15 @@
 //
 // [Limits] then gives every member client explicit client-side rate limits and a bounded connect
 // time, and [AllowDial] restricts which networks the hub may dial at all.
+//
+// # Where things are
+//
+// registry.go is the Registry and the registering of members; options.go what it is built with and
+// the limits every member client gets; health.go the background health check and what its result
+// does to a member (its phase, its identity, which registration of a cluster is used); engage.go
+// engaging a member's cluster with the manager's controllers, and disengaging it; state.go what
+// the rest of the hub reads of a member (State, Snapshot). controller.go is the MemberCluster
+// reconciler; lacks.go and conditions.go find and report what a member lacks; scope.go is where
+// the hub watches on a member; check.go and dial.go are the kubeconfig checks and the networks
+// the hub may dial.
 package members
