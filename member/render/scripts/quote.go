@@ -3,6 +3,7 @@ package scripts
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -141,3 +142,6 @@ func heredocDelimiter(base, body string) string {
 	}
 	return delim
 }
+
+// envName is what a shell accepts as a variable name.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
