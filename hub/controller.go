@@ -33,6 +33,7 @@ import (
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/bursting"
 	"github.com/fluxfed/fluxfed/internal/metrics"
+	"github.com/fluxfed/fluxfed/internal/report"
 )
 
 // What the hub needs on its own cluster (deploy/hub); the MiniCluster reconciler's own
@@ -56,6 +57,8 @@ type Reconciler struct {
 	live     client.Reader
 	members  Members
 	recorder events.EventRecorder
+	// status writes the hub's fields of the roots' status.
+	status *report.Status
 
 	// memory is what the hub keeps of each root between reconciles (memory.go).
 	memory memory
@@ -86,6 +89,7 @@ func Setup(mgr mcmanager.Manager, registry Members, opts Options) (*Reconciler, 
 		live:     local.GetAPIReader(),
 		members:  registry,
 		recorder: local.GetEventRecorder(fluxv1alpha2.FieldOwnerHub),
+		status:   &report.Status{Client: local.GetClient(), Owner: fluxv1alpha2.FieldOwnerHub},
 	}
 	if err := local.Add(&sweeper{r: r}); err != nil {
 		return nil, err
@@ -163,11 +167,14 @@ func (r *Reconciler) burst(ctx context.Context, root *fluxv1alpha2.MiniCluster) 
 	if err := bursting.ValidateFederation(root); err != nil {
 		return reconcile.Result{}, r.refuse(ctx, root, err)
 	}
+	// Whether the cache has seen the last status write is known from the root as read, before
+	// this reconcile writes status.pushed.
+	stale := r.status.Lags(root)
 	p, err := r.prover(ctx)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	events := &eventQueue{}
+	events := &report.Events{}
 	svc, svcErr := r.exposeLeadBroker(ctx, root)
 	if svcErr != nil && !isRefusal(svcErr) {
 		return reconcile.Result{}, svcErr
@@ -189,10 +196,10 @@ func (r *Reconciler) burst(ctx context.Context, root *fluxv1alpha2.MiniCluster) 
 		fed.requeue = sooner(fed.requeue, obs.next, idle, r.joinFlux(fed.plan, obs, fed.bursts))
 	}
 	removeErr := r.removeStale(ctx, root, p, fed, events)
-	if err := r.writeStatus(ctx, root, fed, events); err != nil {
+	if err := r.writeStatus(ctx, root, fed, stale, events); err != nil {
 		return reconcile.Result{}, errors.Join(err, removeErr)
 	}
-	events.flush(r.recorder, root)
+	events.Record(r.recorder, root)
 	// A failing member is retried with backoff; the others are done.
 	if err := errors.Join(fed.err(), removeErr); err != nil {
 		return reconcile.Result{}, err

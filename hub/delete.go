@@ -22,27 +22,8 @@ import (
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/hub/members"
 	"github.com/fluxfed/fluxfed/internal/metrics"
-	"github.com/fluxfed/fluxfed/internal/text"
+	"github.com/fluxfed/fluxfed/internal/report"
 	"github.com/fluxfed/fluxfed/member/render/names"
-)
-
-// Reasons of the hub's events on a root.
-const (
-	// EventBurstRemoved: a child was deleted because its burst left the member (the burst's
-	// cluster or namespace changed).
-	EventBurstRemoved = "BurstRemoved"
-	// EventLeadBrokerMoved: rank 0 moved, and the children were given its new endpoint.
-	EventLeadBrokerMoved = "LeadBrokerMoved"
-	// EventCleanupPending: the root is being deleted and some members have not answered yet.
-	EventCleanupPending = "CleanupPending"
-	// EventCleanupIncomplete: the root's finalizer was released with children left on members
-	// that did not answer; the orphan sweep deletes them when they do.
-	EventCleanupIncomplete = "CleanupIncomplete"
-	// EventFluxUnreadable: flux answered in the lead broker's container, and the hub cannot read
-	// the answer; it decides no scaling step until it can.
-	EventFluxUnreadable = "FluxUnreadable"
-	// EventFluxNotAnswering: the root's instance answered the hub before, and does not now.
-	EventFluxNotAnswering = "FluxNotAnswering"
 )
 
 // removeStale deletes, on the members the hub may reach now, the children of root that its plan
@@ -51,7 +32,7 @@ const (
 // their bursts Withdraw). The root's
 // ledger says where to look, so a settled root costs no request. A failed delete is returned, to
 // be retried.
-func (r *Reconciler) removeStale(ctx context.Context, root *fluxv1alpha2.MiniCluster, p *prover, fed *federation, events *eventQueue) error {
+func (r *Reconciler) removeStale(ctx context.Context, root *fluxv1alpha2.MiniCluster, p *prover, fed *federation, events *report.Events) error {
 	if fed.plan == nil {
 		return nil
 	}
@@ -85,23 +66,23 @@ func (r *Reconciler) unburst(ctx context.Context, root *fluxv1alpha2.MiniCluster
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	events := &eventQueue{}
+	events := &report.Events{}
 	l := r.ledgerOf(root)
 	if err := r.discover(ctx, p, root, l, r.reachable()); err != nil {
 		return reconcile.Result{}, err
 	}
 	if err := r.deleteOnMembers(ctx, p, root, l, r.reachable(), false, events, everything); err != nil {
-		events.flush(r.recorder, root)
+		events.Record(r.recorder, root)
 		return reconcile.Result{}, err
 	}
 	if err := r.orphan(ctx, l); err != nil {
-		events.flush(r.recorder, root)
+		events.Record(r.recorder, root)
 		return reconcile.Result{}, err
 	}
 	if err := r.applyStatus(ctx, root, federationStatus{}, nil, events); err != nil {
 		return reconcile.Result{}, err
 	}
-	events.flush(r.recorder, root)
+	events.Record(r.recorder, root)
 	r.forget(root)
 	return reconcile.Result{}, r.releaseFinalizer(ctx, root)
 }
@@ -139,7 +120,10 @@ func (r *Reconciler) finalize(ctx context.Context, root *fluxv1alpha2.MiniCluste
 			pending = append(pending, fmt.Sprintf("%s (%s)", name, s.Message))
 		}
 	}
-	events := &eventQueue{}
+	// A final deletion records no event per child (deleteOnMembers logs them); what this one
+	// waits for, or gave up on, is told.
+	events := &report.Events{}
+	defer events.Record(r.recorder, root)
 	if err := r.deleteOnMembers(ctx, p, root, l, ready, true, events, everything); err != nil {
 		pending = append(pending, err.Error())
 	}
@@ -147,16 +131,19 @@ func (r *Reconciler) finalize(ctx context.Context, root *fluxv1alpha2.MiniCluste
 		left := root.DeletionTimestamp.Add(r.opts.CleanupTimeout).Sub(r.opts.Clock())
 		if left > 0 {
 			metrics.SetCleanupPending(root.Namespace, root.Name)
-			r.recorder.Eventf(root, nil, corev1.EventTypeWarning, EventCleanupPending, "DeleteChildren",
-				"the children on %s are not deleted yet; retrying for %v", strings.Join(pending, ", "), left.Round(time.Second))
+			// Told once per wait: each retry would repeat it with a shorter time left.
+			if waiting := strings.Join(pending, ", "); r.memory.of(root.UID).waitsFor(waiting) {
+				events.Add(corev1.EventTypeWarning, fluxv1alpha2.EventCleanupPending, "DeleteChildren",
+					"the children on %s are not deleted yet; retrying for %v", waiting, left.Round(time.Second))
+			}
 			return reconcile.Result{RequeueAfter: min(left, r.opts.RetryMax/4+time.Second)}, nil
 		}
-		r.recorder.Eventf(root, nil, corev1.EventTypeWarning, EventCleanupIncomplete, "DeleteChildren",
+		events.Add(corev1.EventTypeWarning, fluxv1alpha2.EventCleanupIncomplete, "DeleteChildren",
 			"gave up waiting after %v for %s; the orphan sweep deletes what is left when the member answers",
 			r.opts.CleanupTimeout, strings.Join(pending, ", "))
 	}
 	if len(unregistered) > 0 {
-		r.recorder.Eventf(root, nil, corev1.EventTypeWarning, EventCleanupIncomplete, "DeleteChildren",
+		events.Add(corev1.EventTypeWarning, fluxv1alpha2.EventCleanupIncomplete, "DeleteChildren",
 			"cannot reach %s, which is not registered: what the hub created there is left for the member's owner to delete", strings.Join(unregistered, ", "))
 	}
 	if err := r.orphan(ctx, l); err != nil {
@@ -236,7 +223,7 @@ const fieldOwnerOrphans = fluxv1alpha2.FieldOwnerHub + "-orphans"
 // Only an object that carries the hub's proof for root is deleted (deleteProven); an entry that
 // names anything else is forgotten.
 func (r *Reconciler) deleteOnMembers(ctx context.Context, p *prover, root *fluxv1alpha2.MiniCluster, l *ledger, names []string, final bool,
-	events *eventQueue, remove func(fluxv1alpha2.PushedObject) string) error {
+	events *report.Events, remove func(fluxv1alpha2.PushedObject) string) error {
 	var mu sync.Mutex
 	errs := r.forEachMember(ctx, names, func(ctx context.Context, member string) error {
 		var selected []fluxv1alpha2.PushedObject
@@ -261,7 +248,7 @@ func (r *Reconciler) deleteOnMembers(ctx context.Context, p *prover, root *fluxv
 			}
 			// One event per child, with its Secret: the events library folds events of the
 			// same reason and action into one series, so the action names the child.
-			events.add(corev1.EventTypeNormal, EventBurstRemoved, text.Truncate("DeleteChild "+member+"/"+child, maxEventAction),
+			events.Add(corev1.EventTypeNormal, fluxv1alpha2.EventBurstRemoved, "DeleteChild "+member+"/"+child,
 				"deleted %s on member %s: %s", what, member, why[child])
 		}
 		return err

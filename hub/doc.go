@@ -25,15 +25,17 @@
 //   - delete.go: children of bursts that left a member, the finalizer on deletion, the orphan
 //     sweep: only what carries the hub's proof, read first and deleted by UID.
 //   - status.go: the root's status, computed from scratch by a pure function and written by
-//     server-side apply; events queued until the status they describe is written.
+//     server-side apply (internal/report); events queued until the status they describe is
+//     written.
 //
 // What every phase shares has a file of its own, so that a root's walk goes down the phases:
 // federation.go (what one reconcile observed: the lead broker, the plan, each burst),
 // memory.go (what the hub keeps of a root from one reconcile to the next, dropped at once by
-// forget), events.go (events held until the status they describe is written), fanout.go (a
-// step on every member at once), writes.go (the exact deletes and apply helpers), errors.go
-// (the hub's error types and the condition reasons they become) and exec.go (running a command
-// in a pod of the hub, as kubectl exec does).
+// forget), fanout.go (a step on every member at once), writes.go (the exact deletes and apply
+// helpers), errors.go (the hub's error types and reasonOf, which reads the condition reason of
+// any of them) and exec.go (running a command in a pod of the hub, as kubectl exec does). The
+// status write, its stale-cache guard and the event queue are internal/report, which the
+// member and MemberCluster reconcilers use too.
 //
 // proof.go is how the hub proves what it created on members (a keyed hash on every object, under
 // a key kept in a Secret of the members namespace); ledger.go is the root's index of those

@@ -81,11 +81,8 @@ type BurstObservation struct {
 	// pods' Pod Security level): what the hub pushed for it is deleted.
 	Withdraw bool
 	// Err is nil, or why the child could not be applied or read: the member is not registered,
-	// not ready, or refused the child.
+	// not ready, or refused the child. Its condition reason is read from its type (errors.go).
 	Err error
-	// ErrReason is the condition reason for Err (fluxv1alpha2.ReasonMemberNotFound,
-	// ReasonMemberUnreachable, ReasonConflict, ...). Empty means ReasonApplyFailed.
-	ErrReason string
 	// Child is the child MiniCluster as read back from the member, nil when it is not there.
 	Child *fluxv1alpha2.MiniCluster
 	// Flux counts the burst's reserved ranks as the root's Flux instance sees them; nil when it
@@ -101,12 +98,7 @@ type BurstObservation struct {
 }
 
 // reason returns the condition reason of a failed observation.
-func (o BurstObservation) reason() string {
-	if o.ErrReason == "" {
-		return fluxv1alpha2.ReasonApplyFailed
-	}
-	return o.ErrReason
-}
+func (o BurstObservation) reason() string { return reasonOf(o.Err) }
 
 // sooner returns the shortest of the waits that are not 0, or 0.
 func sooner(waits ...time.Duration) time.Duration {

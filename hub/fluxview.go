@@ -13,6 +13,7 @@ import (
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/bursting"
 	"github.com/fluxfed/fluxfed/flux"
+	"github.com/fluxfed/fluxfed/internal/report"
 	"github.com/fluxfed/fluxfed/internal/text"
 	"github.com/fluxfed/fluxfed/member/render/names"
 )
@@ -34,17 +35,17 @@ type fluxObservation struct {
 
 // reportFlux queues a Warning event when the hub lost its view of the root's instance this
 // reconcile: it keeps the last view, and decides no scaling step on it.
-func reportFlux(obs fluxObservation, events *eventQueue) {
+func reportFlux(obs fluxObservation, events *report.Events) {
 	if obs.lost == nil {
 		return
 	}
 	var unreadable *unreadableError
 	if errors.As(obs.lost, &unreadable) {
-		events.add(corev1.EventTypeWarning, EventFluxUnreadable, "ObserveFlux",
+		events.Add(corev1.EventTypeWarning, fluxv1alpha2.EventFluxUnreadable, "ObserveFlux",
 			"the hub cannot read what the root's Flux instance printed, so it decides no scaling step until it can: %v", obs.lost)
 		return
 	}
-	events.add(corev1.EventTypeWarning, EventFluxNotAnswering, "ObserveFlux",
+	events.Add(corev1.EventTypeWarning, fluxv1alpha2.EventFluxNotAnswering, "ObserveFlux",
 		"the root's Flux instance does not answer the hub any more, so it decides no scaling step until it does: %v", obs.lost)
 }
 

@@ -160,11 +160,11 @@ func testFluxsViewOfTheBurstsIsReported(t *testing.T, f *federation) {
 
 	// An answer the hub cannot read, then no answer at all: each says so in an event.
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "status"), []byte("avail ✔ 9 0-8 nope\n"), 0o644))
-	f.requireEvent(t, ns, hub.EventFluxUnreadable, "the hub cannot read what the root's Flux instance printed, so it decides no scaling step until it can")
+	f.requireEvent(t, ns, fluxv1alpha2.EventFluxUnreadable, "the hub cannot read what the root's Flux instance printed, so it decides no scaling step until it can")
 	f.execs.mu.Lock()
 	delete(f.execs.flux, ns)
 	f.execs.mu.Unlock()
-	f.requireEvent(t, ns, hub.EventFluxNotAnswering, "the root's Flux instance does not answer the hub any more")
+	f.requireEvent(t, ns, fluxv1alpha2.EventFluxNotAnswering, "the root's Flux instance does not answer the hub any more")
 	require.NoError(t, f.hub.Client.Delete(ctx, root))
 }
 

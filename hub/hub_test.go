@@ -233,7 +233,7 @@ func testEditingTheRootUpdatesAndRemovesChildren(t *testing.T, f *federation) {
 		require.NotNil(c, s)
 		require.Equal(c, "member-a", s.Cluster)
 	}, wait, tick)
-	f.requireEvent(t, ns, hub.EventBurstRemoved, "deleted MiniCluster "+ns+"/burst-b and Secret "+ns+"/burst-b-curve on member member-b")
+	f.requireEvent(t, ns, fluxv1alpha2.EventBurstRemoved, "deleted MiniCluster "+ns+"/burst-b and Secret "+ns+"/burst-b-curve on member member-b")
 	require.Equal(t, "edited-[0-3],burst-a-[0-2],burst-b-[0-1]", f.root(t, root).Status.Hostlist, "the layout is unchanged")
 
 	// Bursts that name no member any more are only reserved: their children go, and with no
@@ -582,7 +582,7 @@ func testTheLeadBrokerAddressFollowsRankZero(t *testing.T, f *federation) {
 		require.Equal(c, "127.0.1.2", a.child(c, ns, "burst-a").Spec.Flux.Bursting.LeadBroker.Address, "the IPv4 InternalIP")
 		require.Equal(c, &fluxv1alpha2.LeadBrokerStatus{Address: "127.0.1.2", Port: port, Endpoint: fmt.Sprintf("127.0.1.2:%d", port)}, f.root(c, root).Status.LeadBroker)
 	}, wait, tick)
-	f.requireEvent(t, ns, hub.EventLeadBrokerMoved, fmt.Sprintf("from 127.0.101.1:%d to 127.0.1.2:%d", port, port))
+	f.requireEvent(t, ns, fluxv1alpha2.EventLeadBrokerMoved, fmt.Sprintf("from 127.0.101.1:%d to 127.0.1.2:%d", port, port))
 }
 
 func testALeadBrokerThatDoesNotAnswerIsReportedAndTheChildrenPushedAnyway(t *testing.T, f *federation) {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/bursting"
@@ -29,6 +30,9 @@ type rootMemory struct {
 	ledger *ledger
 	// flux is what the root's Flux instance said; nil until the hub first asked it.
 	flux *fluxWatch
+	// cleanupPending is what the deletion of the root last waited for, as its CleanupPending
+	// event told.
+	cleanupPending string
 }
 
 // memory holds the record of every root by UID.
@@ -55,6 +59,7 @@ func (m *memory) peek(uid types.UID) (*rootMemory, bool) {
 // forget drops everything the hub kept of root, and its series.
 func (r *Reconciler) forget(root *fluxv1alpha2.MiniCluster) {
 	r.memory.roots.Delete(root.UID)
+	r.status.Forget(client.ObjectKeyFromObject(root))
 	metrics.ForgetRoot(root.Namespace, root.Name)
 }
 
@@ -84,6 +89,16 @@ func (m *rootMemory) setLead(l *fluxv1alpha2.LeadBrokerStatus) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.lead = l
+}
+
+// waitsFor records what the deletion of the root waits for now, and reports whether that is
+// news: the first wait, or a different one.
+func (m *rootMemory) waitsFor(pending string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	news := m.cleanupPending != pending
+	m.cleanupPending = pending
+	return news
 }
 
 // syncedEpoch returns member's epoch when everything was last pushed there (0: never).

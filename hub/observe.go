@@ -22,7 +22,7 @@ import (
 func (r *Reconciler) observe(ctx context.Context, root *fluxv1alpha2.MiniCluster, svc *corev1.Service, svcErr error) (*federation, error) {
 	fed := &federation{}
 	if svcErr != nil {
-		fed.lead = lead{reason: reasonOf(svcErr, fluxv1alpha2.ReasonAddressPending), err: svcErr}
+		fed.lead = lead{reason: reasonOf(svcErr), err: svcErr}
 	} else {
 		node, err := r.leadNode(ctx, root)
 		if err != nil {
@@ -73,20 +73,20 @@ func (o *BurstObservation) observeMember() {
 	case members.PhaseUnknown:
 		o.Keep = true
 	case members.PhaseNotRegistered:
-		o.Err, o.ErrReason = errors.New(s.Message), fluxv1alpha2.ReasonMemberNotFound
+		o.Err = failed(fluxv1alpha2.ReasonMemberNotFound, errors.New(s.Message))
 	case members.PhaseNotReady:
 		reason := fluxv1alpha2.ReasonMemberNotReady
 		switch s.Reason {
 		case fedv1alpha1.ReasonUnreachable:
 			// The status says "member X is unreachable: " before it.
-			o.Err, o.ErrReason = errors.New(s.Message), fluxv1alpha2.ReasonMemberUnreachable
+			o.Err = failed(fluxv1alpha2.ReasonMemberUnreachable, errors.New(s.Message))
 			return
 		case fedv1alpha1.ReasonKubeconfigRefused:
 			reason = fluxv1alpha2.ReasonKubeconfigRefused
 		case fedv1alpha1.ReasonDuplicateCluster:
 			reason = fluxv1alpha2.ReasonDuplicateCluster
 		}
-		o.Err, o.ErrReason = fmt.Errorf("member %s is not ready (%s): %s", o.Cluster, s.Reason, s.Message), reason
+		o.Err = failed(reason, fmt.Errorf("member %s is not ready (%s): %s", o.Cluster, s.Reason, s.Message))
 	}
 }
 

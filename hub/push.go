@@ -22,6 +22,7 @@ import (
 	"github.com/fluxfed/fluxfed/bursting"
 	"github.com/fluxfed/fluxfed/hub/policy"
 	"github.com/fluxfed/fluxfed/internal/metrics"
+	"github.com/fluxfed/fluxfed/internal/report"
 	"github.com/fluxfed/fluxfed/member/apply"
 	"github.com/fluxfed/fluxfed/member/render"
 	"github.com/fluxfed/fluxfed/member/render/names"
@@ -35,7 +36,7 @@ import (
 // Before anything is created, the objects to create are entered in the root's ledger and, when
 // the root's status does not name them yet, written there (intend): whenever the hub dies, it
 // knows where to look for what it created.
-func (r *Reconciler) push(ctx context.Context, root *fluxv1alpha2.MiniCluster, p *prover, fed *federation, events *eventQueue) {
+func (r *Reconciler) push(ctx context.Context, root *fluxv1alpha2.MiniCluster, p *prover, fed *federation, events *report.Events) {
 	plan := r.pushTargets(ctx, root, fed)
 	if plan.waiting {
 		fed.requeue = sooner(fed.requeue, scopeWait)
@@ -45,7 +46,7 @@ func (r *Reconciler) push(ctx context.Context, root *fluxv1alpha2.MiniCluster, p
 		if err := r.intend(ctx, root, l, plan.targets); err != nil {
 			for _, targets := range plan.targets {
 				for _, t := range targets {
-					fed.bursts[t.burst].Err, fed.bursts[t.burst].ErrReason = err, fluxv1alpha2.ReasonApplyFailed
+					fed.bursts[t.burst].Err = failed(fluxv1alpha2.ReasonApplyFailed, err)
 				}
 			}
 			return
@@ -71,7 +72,7 @@ func (r *Reconciler) push(ctx context.Context, root *fluxv1alpha2.MiniCluster, p
 				o.Waiting, ok = wait.Error(), false
 				waited.Store(true)
 			case err != nil:
-				o.Err, o.ErrReason, ok = err, classify(err), false
+				o.Err, ok = err, false
 			}
 		}
 		if ok && len(fed.cert) > 0 {
@@ -123,15 +124,19 @@ func (r *Reconciler) pushTargets(ctx context.Context, root *fluxv1alpha2.MiniClu
 		if !known {
 			mcl := &fedv1alpha1.MemberCluster{}
 			if err := r.client.Get(ctx, client.ObjectKey{Name: o.Cluster}, mcl); err != nil {
-				o.Err, plan.held[o.Cluster] = fmt.Errorf("reading MemberCluster %s: %w", o.Cluster, err), true
+				o.Err, plan.held[o.Cluster] = failed(fluxv1alpha2.ReasonApplyFailed, fmt.Errorf("reading MemberCluster %s: %w", o.Cluster, err)), true
 				continue
 			}
 			spec, plan.specs[o.Cluster] = mcl.Spec, mcl.Spec
 		}
 		// What the member's owner allows is asked before anything is sent for the burst.
 		if err := policy.Burst(spec, root.Namespace, children[o.Name]); err != nil {
-			o.Err, o.ErrReason, plan.held[o.Cluster] = err, policyReason(err), true
-			o.Withdraw = o.ErrReason != fluxv1alpha2.ReasonInvalidSpec
+			// The owner's refusal withdraws what was pushed; a child that cannot be rendered to be
+			// checked is a spec to fix.
+			if _, o.Withdraw = ownerRefusal(err); !o.Withdraw {
+				err = failed(fluxv1alpha2.ReasonInvalidSpec, err)
+			}
+			o.Err, plan.held[o.Cluster] = err, true
 			continue
 		}
 		// The hub pushes only where it watches: the member's owner let its identity watch
@@ -140,7 +145,7 @@ func (r *Reconciler) pushTargets(ctx context.Context, root *fluxv1alpha2.MiniClu
 		if !o.member.Watched.Covers(o.Namespace) {
 			plan.held[o.Cluster] = true
 			if slices.Contains(o.member.Denied, o.Namespace) {
-				o.Err, o.ErrReason = unwatchable(o.Namespace), fluxv1alpha2.ReasonNamespaceNotAllowed
+				o.Err = unwatchable(o.Namespace)
 			} else {
 				o.Keep, plan.waiting = true, true
 			}
@@ -151,7 +156,7 @@ func (r *Reconciler) pushTargets(ctx context.Context, root *fluxv1alpha2.MiniClu
 			// On-demand scaling runs the burst at another size than its spec's.
 			mc, err := c.WithSize(o.Size)
 			if err != nil {
-				o.Err, plan.held[o.Cluster] = err, true
+				o.Err, plan.held[o.Cluster] = failed(fluxv1alpha2.ReasonApplyFailed, err), true
 				continue
 			}
 			c.MiniCluster = mc
@@ -177,12 +182,12 @@ func (r *Reconciler) intend(ctx context.Context, root *fluxv1alpha2.MiniCluster,
 		return nil
 	}
 	st := FederationStatus{Bursts: root.Status.Bursts, Summary: root.Status.BurstSummary, Flux: root.Status.Flux, Pushed: l.list()}
-	for _, t := range hubConditions {
+	for _, t := range hubConditions.Types {
 		if c := meta.FindStatusCondition(root.Status.Conditions, t); c != nil {
 			st.Conditions = append(st.Conditions, *c)
 		}
 	}
-	if err := r.applyStatus(ctx, root, st, r.lastLead(root), &eventQueue{}); err != nil {
+	if err := r.applyStatus(ctx, root, st, r.lastLead(root), &report.Events{}); err != nil {
 		return fmt.Errorf("recording in the root's status.pushed what the hub is about to create, which comes first: %w", err)
 	}
 	l.persist(st.Pushed)
@@ -375,11 +380,11 @@ func (r *Reconciler) judgeConflict(ctx context.Context, p *prover, applier *appl
 
 // reportMove queues an event when the advertised endpoint changed: the children were given the
 // new one.
-func (r *Reconciler) reportMove(root *fluxv1alpha2.MiniCluster, endpoint bursting.Endpoint, events *eventQueue) {
+func (r *Reconciler) reportMove(root *fluxv1alpha2.MiniCluster, endpoint bursting.Endpoint, events *report.Events) {
 	old := r.lastLead(root)
 	if old == nil || old.Address == "" || (old.Address == endpoint.Address && old.Port == endpoint.Port) {
 		return
 	}
-	events.add(corev1.EventTypeNormal, EventLeadBrokerMoved, "UpdateChildren",
+	events.Add(corev1.EventTypeNormal, fluxv1alpha2.EventLeadBrokerMoved, "UpdateChildren",
 		"the lead broker moved from %s:%d to %s; the children were given the new endpoint", old.Address, old.Port, endpoint)
 }

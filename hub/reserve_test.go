@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
-	"github.com/fluxfed/fluxfed/hub"
 	"github.com/fluxfed/fluxfed/member/render/names"
 )
 
@@ -140,7 +139,7 @@ func testResizingABurstWithinItsReservationRestartsNoBroker(t *testing.T, f *fed
 		require.NotNil(c, s)
 		require.Equal(c, fluxv1alpha2.BurstReserved, s.Phase)
 	}, wait, tick)
-	f.requireEvent(t, ns, hub.EventBurstRemoved, "its burst's size is 0")
+	f.requireEvent(t, ns, fluxv1alpha2.EventBurstRemoved, "its burst's size is 0")
 	require.Equal(t, childBGeneration, b.child(t, ns, "burst-b").Generation, "resizing burst-a does not change burst-b's child")
 	require.NoError(t, f.hub.Client.Delete(ctx, root))
 }

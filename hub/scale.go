@@ -9,18 +9,9 @@ import (
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/flux"
 	"github.com/fluxfed/fluxfed/internal/metrics"
+	"github.com/fluxfed/fluxfed/internal/report"
 	"github.com/fluxfed/fluxfed/internal/text"
 	"github.com/fluxfed/fluxfed/member/render/names"
-)
-
-// Reasons of the events of on-demand scaling.
-const (
-	// EventBurstScaledUp: the hub raised a burst's brokers for jobs that wait.
-	EventBurstScaledUp = "BurstScaledUp"
-	// EventBurstScaledDown: the hub drained a burst's idle ranks, or removed them once drained.
-	EventBurstScaledDown = "BurstScaledDown"
-	// EventScalingFailed: a flux command of a scaling step failed; the step is tried again.
-	EventScalingFailed = "ScalingFailed"
 )
 
 // scale sizes the bursts of a root whose spec.flux.bursting.scaling is OnDemand: it applies the
@@ -36,7 +27,7 @@ const (
 // would come, or right after a step it ran (0 when neither is so), and has the instance asked
 // again then, so that a burst shrinks when its idle time is up, on a fresh answer, whatever the
 // asks backed off to, and once drained at once.
-func (r *Reconciler) scale(ctx context.Context, root *fluxv1alpha2.MiniCluster, fed *federation, obs fluxObservation, events *eventQueue) time.Duration {
+func (r *Reconciler) scale(ctx context.Context, root *fluxv1alpha2.MiniCluster, fed *federation, obs fluxObservation, events *report.Events) time.Duration {
 	onDemand, after := root.Spec.Flux.Bursting.OnDemand()
 	if !onDemand || fed.plan == nil || obs.w == nil {
 		return 0
@@ -101,7 +92,7 @@ func (r *Reconciler) scale(ctx context.Context, root *fluxv1alpha2.MiniCluster, 
 			}
 			// The action names the burst: events of one reason and action are merged into one
 			// series, whatever their notes say.
-			events.add(corev1.EventTypeNormal, EventBurstScaledDown, text.Truncate("Drain "+s.Burst, maxEventAction), "drained ranks %s of burst %s in Flux before it shrinks: %s",
+			events.Add(corev1.EventTypeNormal, fluxv1alpha2.EventBurstScaledDown, "Drain "+s.Burst, "drained ranks %s of burst %s in Flux before it shrinks: %s",
 				flux.FormatIDSet(s.Drain, false), s.Burst, s.Reason)
 		}
 		// Ask again right away: the drain or the new brokers change what the instance says, and
@@ -113,11 +104,11 @@ func (r *Reconciler) scale(ctx context.Context, root *fluxv1alpha2.MiniCluster, 
 		w.interval = r.opts.FluxInterval
 		wait = sooner(wait, stepFollowUp)
 		if s.Size != int(o.Size) {
-			verb, reason := "raised", EventBurstScaledUp
+			verb, reason := "raised", fluxv1alpha2.EventBurstScaledUp
 			if s.Size < int(o.Size) {
-				verb, reason = "lowered", EventBurstScaledDown
+				verb, reason = "lowered", fluxv1alpha2.EventBurstScaledDown
 			}
-			events.add(corev1.EventTypeNormal, reason, text.Truncate("Scale "+s.Burst, maxEventAction), "%s burst %s from %d to %s: %s", verb, s.Burst, o.Size, text.Count(s.Size, "broker", "brokers"), s.Reason)
+			events.Add(corev1.EventTypeNormal, reason, "Scale "+s.Burst, "%s burst %s from %d to %s: %s", verb, s.Burst, o.Size, text.Count(s.Size, "broker", "brokers"), s.Reason)
 			metrics.ScaledBurst(root.Namespace, root.Name, s.Burst, o.Size, int32(s.Size))
 			o.Size = int32(s.Size)
 			w.sizes[s.Burst] = o.Size
@@ -132,9 +123,9 @@ func (r *Reconciler) scale(ctx context.Context, root *fluxv1alpha2.MiniCluster, 
 const stepFollowUp = time.Second
 
 // fluxCommand runs argv with flux in the root's lead broker container; a failure is an event.
-func (r *Reconciler) fluxCommand(ctx context.Context, root *fluxv1alpha2.MiniCluster, events *eventQueue, argv []string) bool {
+func (r *Reconciler) fluxCommand(ctx context.Context, root *fluxv1alpha2.MiniCluster, events *report.Events, argv []string) bool {
 	if _, err := r.runInLead(ctx, root, flux.Command(names.MountPath(root), argv...)); err != nil {
-		events.add(corev1.EventTypeWarning, EventScalingFailed, "Scale", "%v failed: %v", argv, err)
+		events.Add(corev1.EventTypeWarning, fluxv1alpha2.EventScalingFailed, "Scale", "%v failed: %v", argv, err)
 		return false
 	}
 	return true

@@ -47,7 +47,7 @@ func testABurstGrowsForWaitingJobsAndShrinksOnceDrained(t *testing.T, f *federat
 		s := burstStatus(f.root(c, root), "burst-a")
 		require.Equal(c, int32(1), s.Size)
 	}, wait, tick)
-	f.requireEvent(t, ns, hub.EventBurstScaledUp, "raised burst burst-a from 0 to 1 broker: 1 job waits for 3 nodes, and 2 ranks can run it")
+	f.requireEvent(t, ns, fluxv1alpha2.EventBurstScaledUp, "raised burst burst-a from 0 to 1 broker: 1 job waits for 3 nodes, and 2 ranks can run it")
 	require.Equal(t, int32(0), f.root(t, root).Spec.Flux.Bursting.Clusters[0].Size, "the user's spec is never rewritten")
 
 	// The broker joins and the job runs on it: nothing changes, however long it runs.
@@ -73,7 +73,7 @@ func testABurstGrowsForWaitingJobsAndShrinksOnceDrained(t *testing.T, f *federat
 	instance(t, dir, hosts, fluxState{online: withBurst, drained: map[int]bool{4: true}})
 	f.waitBurst(t, root, "burst-a", fluxv1alpha2.BurstReserved)
 	require.EventuallyWithT(t, func(c *assert.CollectT) { require.Nil(c, a.child(c, ns, "burst-a")) }, wait, tick)
-	f.requireEvent(t, ns, hub.EventBurstScaledDown, "lowered burst burst-a from 1 to 0 brokers: no job waits, and ranks 4 ran no job for 1s")
+	f.requireEvent(t, ns, fluxv1alpha2.EventBurstScaledDown, "lowered burst burst-a from 1 to 0 brokers: no job waits, and ranks 4 ran no job for 1s")
 
 	// A job waits again: the rank is undrained as its broker starts again.
 	instance(t, dir, hosts, fluxState{online: root2, drained: map[int]bool{4: true}, pending: 3})

@@ -5,25 +5,23 @@ import (
 	"fmt"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/internal/metrics"
+	"github.com/fluxfed/fluxfed/internal/report"
 )
 
 // hubConditions are the condition types the hub owns on a root MiniCluster, in the order they
 // are reported. The member reconciler owns the others (Ready, Complete, Failed).
-var hubConditions = []string{
+var hubConditions = report.Conditions{Types: []string{
 	fluxv1alpha2.ConditionBursting,
 	fluxv1alpha2.ConditionBurstsReady,
 	fluxv1alpha2.ConditionLeadBrokerReachable,
-}
+}}
 
 // FederationStatus is the part of a root's status the hub owns.
 type FederationStatus struct {
@@ -87,7 +85,7 @@ func ComputeFederationStatus(root *fluxv1alpha2.MiniCluster, bursts []BurstObser
 
 	// Keep the transition times of the conditions we own: SetStatusCondition only moves them
 	// when a condition's status changes.
-	for _, t := range hubConditions {
+	for _, t := range hubConditions.Types {
 		if c := meta.FindStatusCondition(root.Status.Conditions, t); c != nil {
 			st.Conditions = append(st.Conditions, *c)
 		}
@@ -281,14 +279,20 @@ func childFailed(child *fluxv1alpha2.MiniCluster) *metav1.Condition {
 	return c
 }
 
-// writeStatus reports the federation observed this reconcile on the root.
-func (r *Reconciler) writeStatus(ctx context.Context, root *fluxv1alpha2.MiniCluster, fed *federation, events *eventQueue) error {
+// writeStatus reports the federation observed this reconcile on the root. A root that was
+// stale when the reconcile began (the cache had not seen the hub's last status write) is not
+// written: its status would be computed from an older one, with new transition times, and the
+// watch brings the root back once the cache has the write.
+func (r *Reconciler) writeStatus(ctx context.Context, root *fluxv1alpha2.MiniCluster, fed *federation, stale bool, events *report.Events) error {
 	// While the endpoint is pending (rank 0 is being rescheduled), the children keep the one they
 	// were given, and so does the status: LeadBrokerReachable says it is pending.
 	leadStatus := r.lastLead(root)
 	if a := fed.lead.endpoint; a.Address != "" {
 		leadStatus = &fluxv1alpha2.LeadBrokerStatus{Address: a.Address, Port: a.Port, Endpoint: a.String()}
 		r.memory.of(root.UID).setLead(leadStatus)
+	}
+	if stale {
+		return nil
 	}
 	st := ComputeFederationStatus(root, fed.bursts, leadStatus, fed.lead.reason, fed.lead.err, r.now())
 	l := r.ledgerOf(root)
@@ -326,13 +330,16 @@ func (r *Reconciler) lastLead(root *fluxv1alpha2.MiniCluster) *fluxv1alpha2.Lead
 // refuse reports a root whose bursts cannot be planned: a terminal condition, nothing pushed,
 // until the spec changes.
 func (r *Reconciler) refuse(ctx context.Context, root *fluxv1alpha2.MiniCluster, err error) error {
-	events := &eventQueue{}
+	if r.status.Lags(root) {
+		return reconcile.TerminalError(err)
+	}
+	events := &report.Events{}
 	st := FederationStatus{Conditions: InvalidFederationConditions(root, err, r.now()), Pushed: r.ledgerOf(root).list()}
 	if werr := r.applyStatus(ctx, root, st, nil, events); werr != nil {
 		return werr
 	}
 	reportRoot(root, st)
-	events.flush(r.recorder, root)
+	events.Record(r.recorder, root)
 	return reconcile.TerminalError(err)
 }
 
@@ -359,28 +366,15 @@ func InvalidFederationConditions(root *fluxv1alpha2.MiniCluster, err error, now 
 // owner, when they changed, and queues an event for each condition that moved. The member
 // reconciler owns the other fields and conditions.
 func (r *Reconciler) applyStatus(ctx context.Context, root *fluxv1alpha2.MiniCluster, st FederationStatus,
-	leadStatus *fluxv1alpha2.LeadBrokerStatus, events *eventQueue) error {
+	leadStatus *fluxv1alpha2.LeadBrokerStatus, events *report.Events) error {
 	if !federationStatusChanged(root.Status, st, leadStatus) {
 		return nil
 	}
-	status, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&fluxv1alpha2.MiniClusterStatus{
-		Bursts: st.Bursts, BurstSummary: st.Summary, Conditions: st.Conditions, LeadBroker: leadStatus, Pushed: st.Pushed, Flux: st.Flux})
-	if err != nil {
-		return fmt.Errorf("encoding the status: %w", err)
+	if err := r.status.Apply(ctx, root, &fluxv1alpha2.MiniClusterStatus{
+		Bursts: st.Bursts, BurstSummary: st.Summary, Conditions: st.Conditions, LeadBroker: leadStatus, Pushed: st.Pushed, Flux: st.Flux}); err != nil {
+		return err
 	}
-	u := metaApplyObject(root)
-	u.Object["status"] = status
-	if err := r.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
-		client.FieldOwner(fluxv1alpha2.FieldOwnerHub), client.ForceOwnership); err != nil {
-		return fmt.Errorf("writing the status: %w", err)
-	}
-	for _, c := range conditionTransitions(root.Status.Conditions, st.Conditions) {
-		eventType := corev1.EventTypeNormal
-		if c.Status == metav1.ConditionFalse {
-			eventType = corev1.EventTypeWarning
-		}
-		events.add(eventType, c.Reason, c.Type, "%s=%s: %s", c.Type, c.Status, c.Message)
-	}
+	events.Append(hubConditions.Events(root.Status.Conditions, st.Conditions)...)
 	return nil
 }
 
@@ -397,32 +391,5 @@ func federationStatusChanged(current fluxv1alpha2.MiniClusterStatus, st Federati
 		!equality.Semantic.DeepEqual(current.Flux, st.Flux) {
 		return true
 	}
-	for _, t := range hubConditions {
-		old, c := meta.FindStatusCondition(current.Conditions, t), meta.FindStatusCondition(st.Conditions, t)
-		if (old == nil) != (c == nil) || (c != nil && !equality.Semantic.DeepEqual(*old, *c)) {
-			return true
-		}
-	}
-	return false
-}
-
-// conditionTransitions returns the hub's conditions whose status or reason differs between
-// before and after: the moments worth an event. A condition that first appears as False is not
-// a transition: nothing happened yet.
-func conditionTransitions(before, after []metav1.Condition) []metav1.Condition {
-	var out []metav1.Condition
-	for _, t := range hubConditions {
-		c := meta.FindStatusCondition(after, t)
-		if c == nil {
-			continue
-		}
-		old := meta.FindStatusCondition(before, t)
-		if old == nil && c.Status == metav1.ConditionFalse {
-			continue
-		}
-		if old == nil || old.Status != c.Status || old.Reason != c.Reason {
-			out = append(out, *c)
-		}
-	}
-	return out
+	return hubConditions.Changed(current.Conditions, st.Conditions)
 }

@@ -58,22 +58,22 @@ func TestStatusBurstPhases(t *testing.T) {
 	}{
 		{name: "not applied yet", obs: obs("a", 2), wantPhase: fluxv1alpha2.BurstPending, wantMsg: "the child MiniCluster is not applied yet"},
 		{name: "member unreachable", obs: obs("a", 2).with(func(o *BurstObservation) {
-			o.Err, o.ErrReason = errors.New("dial tcp: i/o timeout"), fluxv1alpha2.ReasonMemberUnreachable
+			o.Err = failed(fluxv1alpha2.ReasonMemberUnreachable, errors.New("dial tcp: i/o timeout"))
 		}), wantPhase: fluxv1alpha2.BurstUnreachable, wantMsg: "member member-a is unreachable: dial tcp: i/o timeout"},
 		{name: "member not registered", obs: obs("a", 2).with(func(o *BurstObservation) {
-			o.Err, o.ErrReason = errors.New("no such cluster"), fluxv1alpha2.ReasonMemberNotFound
+			o.Err = failed(fluxv1alpha2.ReasonMemberNotFound, errors.New("no such cluster"))
 		}), wantPhase: fluxv1alpha2.BurstUnreachable, wantMsg: "member member-a is not registered: no such cluster"},
 		{name: "apply refused", obs: obs("a", 2).with(func(o *BurstObservation) {
-			o.Err, o.ErrReason = errors.New("forbidden"), fluxv1alpha2.ReasonApplyFailed
+			o.Err = failed(fluxv1alpha2.ReasonApplyFailed, errors.New("forbidden"))
 		}), wantPhase: fluxv1alpha2.BurstFailed, wantMsg: "ApplyFailed: forbidden"},
 		{name: "kubeconfig refused", obs: obs("a", 2).with(func(o *BurstObservation) {
-			o.Err, o.ErrReason = errors.New("exec plugin not allowed"), fluxv1alpha2.ReasonKubeconfigRefused
+			o.Err = failed(fluxv1alpha2.ReasonKubeconfigRefused, errors.New("exec plugin not allowed"))
 		}), wantPhase: fluxv1alpha2.BurstFailed, wantMsg: "KubeconfigRefused: exec plugin not allowed"},
 		{name: "error without a reason is an apply failure", obs: obs("a", 2).with(func(o *BurstObservation) {
 			o.Err = errors.New("boom")
 		}), wantPhase: fluxv1alpha2.BurstFailed, wantMsg: "ApplyFailed: boom"},
 		{name: "error wins over an existing child", obs: obs("a", 2).with(func(o *BurstObservation) {
-			o.Err, o.ErrReason, o.Child = errors.New("forbidden"), fluxv1alpha2.ReasonApplyFailed, child(2, metav1.ConditionTrue)
+			o.Err, o.Child = failed(fluxv1alpha2.ReasonApplyFailed, errors.New("forbidden")), child(2, metav1.ConditionTrue)
 		}), wantPhase: fluxv1alpha2.BurstFailed, wantReady: 2, wantMsg: "ApplyFailed: forbidden"},
 		{name: "applied, brokers starting", obs: obs("a", 4).with(func(o *BurstObservation) { o.Child = child(1, metav1.ConditionFalse) }),
 			wantPhase: fluxv1alpha2.BurstApplied, wantReady: 1, wantMsg: "1 of 4 brokers ready"},
@@ -100,13 +100,13 @@ func TestStatusBurstPhases(t *testing.T) {
 
 func TestStatusConditions(t *testing.T) {
 	unreachable := func(o *BurstObservation) {
-		o.Err, o.ErrReason = errors.New("dial tcp: i/o timeout"), fluxv1alpha2.ReasonMemberUnreachable
+		o.Err = failed(fluxv1alpha2.ReasonMemberUnreachable, errors.New("dial tcp: i/o timeout"))
 	}
 	notFound := func(o *BurstObservation) {
-		o.Err, o.ErrReason = errors.New("not registered"), fluxv1alpha2.ReasonMemberNotFound
+		o.Err = failed(fluxv1alpha2.ReasonMemberNotFound, errors.New("not registered"))
 	}
 	applyFailed := func(o *BurstObservation) {
-		o.Err, o.ErrReason = errors.New("forbidden"), fluxv1alpha2.ReasonApplyFailed
+		o.Err = failed(fluxv1alpha2.ReasonApplyFailed, errors.New("forbidden"))
 	}
 	ready := func(o *BurstObservation) { o.Child = child(o.Size, metav1.ConditionTrue) }
 	starting := func(o *BurstObservation) { o.Child = child(0, metav1.ConditionFalse) }
@@ -283,7 +283,7 @@ func conditionTypes(conditions []metav1.Condition) []string {
 func TestStatusSummary(t *testing.T) {
 	ready := func(o *BurstObservation) { o.Child = child(o.Size, metav1.ConditionTrue) }
 	unreachable := func(o *BurstObservation) {
-		o.Err, o.ErrReason = errors.New("timeout"), fluxv1alpha2.ReasonMemberUnreachable
+		o.Err = failed(fluxv1alpha2.ReasonMemberUnreachable, errors.New("timeout"))
 	}
 	for _, tt := range []struct {
 		bursts []BurstObservation

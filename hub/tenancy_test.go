@@ -243,7 +243,7 @@ func testAChildTheOwnerNoLongerAllowsIsWithdrawn(t *testing.T, f *federation) {
 	require.Eventually(t, func() bool { return b.child(t, ns, "burst-b") == nil }, wait, tick, "the child stayed")
 	require.True(t, apierrors.IsNotFound(b.env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "burst-b-curve"}, &corev1.Secret{})),
 		"the child's CURVE Secret stayed")
-	f.requireEvent(t, ns, hub.EventBurstRemoved, "deleted MiniCluster "+ns+"/burst-b and Secret "+ns+"/burst-b-curve on member member-b: "+
+	f.requireEvent(t, ns, fluxv1alpha2.EventBurstRemoved, "deleted MiniCluster "+ns+"/burst-b and Secret "+ns+"/burst-b-curve on member member-b: "+
 		"the member's owner no longer allows its burst there")
 	// The other member's child is not touched, and the root no longer records member-b's.
 	f.waitBurst(t, root, "burst-a", fluxv1alpha2.BurstApplied)

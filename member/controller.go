@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"io"
-	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -23,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/internal/report"
 	"github.com/fluxfed/fluxfed/member/apply"
 )
 
@@ -58,10 +58,9 @@ type Reconciler struct {
 	recorder events.EventRecorder
 	entropy  io.Reader
 	clock    func() time.Time
-	// statusWrittenAt maps a MiniCluster's key to the resourceVersion it had when its status was
-	// last written. A reconcile that starts from that same version reads a cache that has not
-	// seen the write yet; it must not write the same status again.
-	statusWrittenAt sync.Map
+	// status writes the member's status fields, and knows when the cache has not seen the
+	// last write yet.
+	status *report.Status
 }
 
 // +kubebuilder:rbac:groups=flux-framework.org,resources=miniclusters,verbs=get;list;watch
@@ -83,6 +82,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			Client: mgr.GetClient(), Live: mgr.GetAPIReader(), FieldOwner: fluxv1alpha2.FieldOwnerMember,
 		},
 		recorder: mgr.GetEventRecorder(fluxv1alpha2.FieldOwnerMember),
+		status:   &report.Status{Client: mgr.GetClient(), Owner: fluxv1alpha2.FieldOwnerMember},
 		entropy:  opts.Entropy,
 		clock:    opts.Clock,
 	}
@@ -150,7 +150,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	mc := &fluxv1alpha2.MiniCluster{}
 	if err := r.client.Get(ctx, req.NamespacedName, mc); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.statusWrittenAt.Delete(req.NamespacedName)
+			r.status.Forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}

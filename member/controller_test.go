@@ -798,7 +798,7 @@ func TestDriftIsCorrected(t *testing.T) {
 		eventually(t, func(c *assert.CollectT) {
 			var regenerated []eventsv1.Event
 			for _, e := range h.events(c, mc) {
-				if e.Reason == ReasonCurveSecretRegenerated {
+				if e.Reason == fluxv1alpha2.EventCurveSecretRegenerated {
 					regenerated = append(regenerated, e)
 				}
 			}
@@ -823,6 +823,6 @@ func TestDriftIsCorrected(t *testing.T) {
 			require.Equal(c, secret.UID, again.UID, "the same Secret")
 			require.Equal(c, secret.Data, again.Data, "the same certificate")
 		})
-		require.Empty(t, h.eventReasons(t, mc)[ReasonCurveSecretRegenerated], "nothing was regenerated")
+		require.Empty(t, h.eventReasons(t, mc)[fluxv1alpha2.EventCurveSecretRegenerated], "nothing was regenerated")
 	})
 }

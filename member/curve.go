@@ -13,15 +13,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/internal/report"
 	"github.com/fluxfed/fluxfed/member/apply"
 	"github.com/fluxfed/fluxfed/member/render"
 	"github.com/fluxfed/fluxfed/member/render/curve"
 	"github.com/fluxfed/fluxfed/member/render/names"
 )
-
-// ReasonCurveSecretRegenerated is the reason of the Warning event recorded on a root
-// MiniCluster whose CURVE Secret was deleted while its brokers ran, and was generated anew.
-const ReasonCurveSecretRegenerated = "CurveSecretRegenerated"
 
 // ensureCurveSecret makes sure the MiniCluster's CURVE Secret exists. The keypair is generated
 // once and never regenerated while the Secret exists: every broker of the instance must present
@@ -127,9 +124,9 @@ func (r *Reconciler) keepCurveSecret(ctx context.Context, mc *fluxv1alpha2.MiniC
 }
 
 // curveSecretRegenerated is the event that tells the user the brokers now hold two certificates.
-func curveSecretRegenerated(mc *fluxv1alpha2.MiniCluster) event {
-	return event{eventType: corev1.EventTypeWarning, reason: ReasonCurveSecretRegenerated, action: "CreateCurveSecret",
-		note: fmt.Sprintf("Secret %s was deleted, and a new CURVE certificate was generated. Brokers started before hold the old "+
+func curveSecretRegenerated(mc *fluxv1alpha2.MiniCluster) report.Event {
+	return report.Event{Type: corev1.EventTypeWarning, Reason: fluxv1alpha2.EventCurveSecretRegenerated, Action: "CreateCurveSecret",
+		Note: fmt.Sprintf("Secret %s was deleted, and a new CURVE certificate was generated. Brokers started before hold the old "+
 			"certificate and will not join brokers that start with the new one: delete the MiniCluster's pods "+
 			"(kubectl delete pods -n %s -l %s=%s) so that all of them start with the new one, or re-create the MiniCluster",
 			names.CurveSecretName(mc), mc.Namespace, fluxv1alpha2.LabelMiniCluster, mc.Name)}

@@ -6,12 +6,12 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/internal/report"
 	"github.com/fluxfed/fluxfed/internal/text"
 	"github.com/fluxfed/fluxfed/member/render/names"
 )
@@ -19,7 +19,15 @@ import (
 // memberConditions are the condition types this reconciler owns. The hub owns the others
 // (Bursting, BurstsReady, LeadBrokerReachable); both write status with server-side apply under
 // their own field owner, so neither overwrites the other's conditions.
-var memberConditions = []string{fluxv1alpha2.ConditionReady, fluxv1alpha2.ConditionComplete, fluxv1alpha2.ConditionFailed}
+var memberConditions = report.Conditions{
+	Types: []string{fluxv1alpha2.ConditionReady, fluxv1alpha2.ConditionComplete, fluxv1alpha2.ConditionFailed},
+	// A failure warns, and so does a MiniCluster that is not Ready for another reason than
+	// having finished its work.
+	Warning: func(c metav1.Condition) bool {
+		return (c.Type == fluxv1alpha2.ConditionFailed && c.Status == metav1.ConditionTrue) ||
+			(c.Type == fluxv1alpha2.ConditionReady && c.Status == metav1.ConditionFalse && c.Reason != fluxv1alpha2.ReasonJobComplete)
+	},
+}
 
 // observation is what one reconcile saw and did, the input of the status.
 type observation struct {
@@ -32,7 +40,7 @@ type observation struct {
 	hostlist string
 	// events are what the reconcile did that the user must hear about, recorded once the
 	// status is written.
-	events []event
+	events []report.Event
 }
 
 // computeStatus returns the status fields the member reconciler owns, computed from scratch from
@@ -47,7 +55,7 @@ func computeStatus(mc *fluxv1alpha2.MiniCluster, obs observation, err error, now
 	}
 	// Keep the transition times of the conditions we own: SetStatusCondition only moves them
 	// when a condition's status changes.
-	for _, t := range memberConditions {
+	for _, t := range memberConditions.Types {
 		if c := meta.FindStatusCondition(mc.Status.Conditions, t); c != nil {
 			st.Conditions = append(st.Conditions, *c)
 		}
@@ -179,34 +187,7 @@ func statusChanged(current, computed fluxv1alpha2.MiniClusterStatus) bool {
 		current.Ready != computed.Ready || current.Hostlist != computed.Hostlist || current.Phase != computed.Phase {
 		return true
 	}
-	for _, c := range computed.Conditions {
-		old := meta.FindStatusCondition(current.Conditions, c.Type)
-		if old == nil || !equality.Semantic.DeepEqual(*old, c) {
-			return true
-		}
-	}
-	return false
-}
-
-// transitions returns the owned conditions whose status or reason differs between before and
-// after, in the order of memberConditions: the moments worth an event. A condition that first
-// appears as False is not a transition: nothing happened yet.
-func transitions(before, after []metav1.Condition) []metav1.Condition {
-	var out []metav1.Condition
-	for _, t := range memberConditions {
-		now := meta.FindStatusCondition(after, t)
-		if now == nil {
-			continue
-		}
-		old := meta.FindStatusCondition(before, t)
-		if old == nil && now.Status == metav1.ConditionFalse {
-			continue
-		}
-		if old == nil || old.Status != now.Status || old.Reason != now.Reason {
-			out = append(out, *now)
-		}
-	}
-	return out
+	return memberConditions.Changed(current.Conditions, computed.Conditions)
 }
 
 // brokerSelector selects the MiniCluster's broker pods, for the scale subresource: the pods of

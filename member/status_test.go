@@ -229,7 +229,7 @@ func TestComputeStatus(t *testing.T) {
 			require.Equal(t, "flux-sample-[0-1]", st.Hostlist)
 			require.Equal(t, tt.wantSize, st.Size)
 			require.Equal(t, tt.wantReady, st.Ready)
-			require.Len(t, st.Conditions, len(memberConditions))
+			require.Len(t, st.Conditions, len(memberConditions.Types))
 			for typ, want := range tt.want {
 				c := meta.FindStatusCondition(st.Conditions, typ)
 				require.NotNil(t, c, typ)
@@ -325,7 +325,7 @@ func TestTransitions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []string
-			for _, c := range transitions(tt.before, tt.after) {
+			for _, c := range memberConditions.Moved(tt.before, tt.after) {
 				got = append(got, c.Type)
 			}
 			require.Equal(t, tt.want, got)

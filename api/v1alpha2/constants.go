@@ -178,3 +178,40 @@ const (
 	// Nothing failed, and nothing is someone else's.
 	ReasonEarlierObjectsPending = "EarlierObjectsPending"
 )
+
+// Reasons of the events fluxfed records on a MiniCluster besides those of its conditions, whose
+// moves are recorded with the condition's reason (the action is the condition type).
+const (
+	// EventCurveSecretRegenerated (Warning, member): the MiniCluster's CURVE Secret was deleted
+	// while its brokers ran, and a new certificate was generated; brokers started before hold
+	// the old one.
+	EventCurveSecretRegenerated = "CurveSecretRegenerated"
+
+	// EventBurstRemoved (hub): a child was deleted because its burst left the member (the
+	// burst's cluster or namespace changed, or it was scaled to 0).
+	EventBurstRemoved = "BurstRemoved"
+	// EventLeadBrokerMoved (hub): rank 0 moved, and the children were given its new endpoint.
+	EventLeadBrokerMoved = "LeadBrokerMoved"
+	// EventBurstScaledUp (hub): the hub raised a burst's brokers for jobs that wait in the
+	// root's Flux queue.
+	EventBurstScaledUp = "BurstScaledUp"
+	// EventBurstScaledDown (hub): the hub drained a burst's idle ranks in Flux, or removed them
+	// once drained.
+	EventBurstScaledDown = "BurstScaledDown"
+	// EventScalingFailed (Warning, hub): a flux command of a scaling step failed; the step is
+	// tried again.
+	EventScalingFailed = "ScalingFailed"
+	// EventFluxUnreadable (Warning, hub): flux answered in the lead broker's container, and the
+	// hub cannot read the answer; it decides no scaling step until it can.
+	EventFluxUnreadable = "FluxUnreadable"
+	// EventFluxNotAnswering (Warning, hub): the root's instance answered the hub before, and does
+	// not now.
+	EventFluxNotAnswering = "FluxNotAnswering"
+	// EventCleanupPending (Warning, hub): the root is being deleted and some members have not
+	// answered yet; recorded when the members waited for change.
+	EventCleanupPending = "CleanupPending"
+	// EventCleanupIncomplete (Warning, hub): the root's finalizer was released with children
+	// left on members that did not answer (the orphan sweep deletes them when they do), or on
+	// members no longer registered.
+	EventCleanupIncomplete = "CleanupIncomplete"
+)

@@ -11,8 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -33,6 +31,7 @@ import (
 	fedv1alpha1 "github.com/fluxfed/fluxfed/api/fluxfed/v1alpha1"
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/internal/metrics"
+	"github.com/fluxfed/fluxfed/internal/report"
 )
 
 // DefaultKubeconfigKey is the Secret key of a member's kubeconfig when the MemberCluster names none.
@@ -49,6 +48,8 @@ type Reconciler struct {
 	registry  *Registry
 	namespace string
 	recorder  events.EventRecorder
+	// status writes the MemberClusters' status.
+	status *report.Status
 
 	mu    sync.Mutex
 	queue workqueue.TypedRateLimitingInterface[mcreconcile.Request]
@@ -67,6 +68,7 @@ func Setup(mgr mcmanager.Manager, registry *Registry, namespace string) error {
 		registry:  registry,
 		namespace: namespace,
 		recorder:  local.GetEventRecorder(fluxv1alpha2.FieldOwnerHub),
+		status:    &report.Status{Client: local.GetClient(), Owner: fluxv1alpha2.FieldOwnerHub},
 	}
 	registry.local = r.client
 	registry.notifyOn(r.enqueue)
@@ -166,6 +168,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (re
 	if err := r.client.Get(ctx, req.NamespacedName, mc); err != nil || !mc.DeletionTimestamp.IsZero() {
 		if err == nil || apierrors.IsNotFound(err) {
 			r.registry.Remove(req.Name)
+			r.status.Forget(req.NamespacedName)
 			metrics.ForgetMember(req.Name)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
@@ -312,67 +315,34 @@ func ComputeStatus(mc *fedv1alpha1.MemberCluster, snap Snapshot, children Childr
 }
 
 // writeStatus writes st with server-side apply under the hub's field owner when it differs from
-// what is stored, then records an event if the Ready condition moved.
+// what is stored, then records an event for each condition that moved (see memberConditions). A
+// MemberCluster the cache holds as it was before the last write is not written again.
 func (r *Reconciler) writeStatus(ctx context.Context, mc *fedv1alpha1.MemberCluster, st fedv1alpha1.MemberClusterStatus) error {
 	current := *mc.Status.DeepCopy()
 	current.Orphans = nil
-	if equality.Semantic.DeepEqual(current, st) {
+	if equality.Semantic.DeepEqual(current, st) || r.status.Lags(mc) {
 		return nil
 	}
-	patch := &fedv1alpha1.MemberCluster{
-		TypeMeta:   metav1.TypeMeta{APIVersion: fedv1alpha1.GroupVersion.String(), Kind: "MemberCluster"},
-		ObjectMeta: metav1.ObjectMeta{Name: mc.Name},
-		Status:     st,
-	}
-	u, err := toApply(patch)
-	if err != nil {
+	if err := r.status.Apply(ctx, mc, &st); err != nil {
 		return err
 	}
-	if err := r.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
-		client.FieldOwner(fluxv1alpha2.FieldOwnerHub), client.ForceOwnership); err != nil {
-		return fmt.Errorf("writing the status of MemberCluster %s: %w", mc.Name, err)
-	}
-	before := meta.FindStatusCondition(mc.Status.Conditions, fedv1alpha1.ConditionReady)
-	after := meta.FindStatusCondition(st.Conditions, fedv1alpha1.ConditionReady)
-	if before != nil || after.Status != metav1.ConditionUnknown {
-		r.event(mc, before, after)
-	}
-	// What the member lacks is told when it is found out, and when it is fixed.
-	for _, t := range []string{fedv1alpha1.ConditionFluxfedInstalled, fedv1alpha1.ConditionNamespacesAvailable, fedv1alpha1.ConditionCredentialsValid} {
-		before, after := meta.FindStatusCondition(mc.Status.Conditions, t), meta.FindStatusCondition(st.Conditions, t)
-		if after == nil || (before == nil && after.Status != metav1.ConditionFalse) {
-			continue
-		}
-		r.event(mc, before, after)
-	}
+	events := &report.Events{}
+	events.Append(memberConditions.Events(mc.Status.Conditions, st.Conditions)...)
+	events.Record(r.recorder, mc)
 	return nil
 }
 
-// event records a Warning event when a condition turned False, a Normal one when it moved
-// otherwise, and none when it did not move.
-func (r *Reconciler) event(mc *fedv1alpha1.MemberCluster, before, after *metav1.Condition) {
-	if before != nil && before.Status == after.Status && before.Reason == after.Reason {
-		return
-	}
-	if after.Status == metav1.ConditionUnknown && after.Type != fedv1alpha1.ConditionReady {
-		return
-	}
-	eventType := corev1.EventTypeNormal
-	if after.Status == metav1.ConditionFalse {
-		eventType = corev1.EventTypeWarning
-	}
-	r.recorder.Eventf(mc, nil, eventType, after.Reason, "CheckMember", "%s=%s: %s", after.Type, after.Status, after.Message)
-}
-
-// toApply converts obj into a status apply request: status and identity only.
-func toApply(obj *fedv1alpha1.MemberCluster) (*unstructured.Unstructured, error) {
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	if err != nil {
-		return nil, fmt.Errorf("encoding the status of MemberCluster %s: %w", obj.Name, err)
-	}
-	u := &unstructured.Unstructured{Object: map[string]any{"status": m["status"]}}
-	u.SetAPIVersion(obj.APIVersion)
-	u.SetKind(obj.Kind)
-	u.SetName(obj.Name)
-	return u, nil
+// memberConditions are the conditions of a MemberCluster and the events of their moves. Ready is told
+// from its first answer on; what the member lacks is told when it is found out, and when it is
+// fixed; a condition the hub cannot tell (Unknown) is no news but for Ready.
+var memberConditions = report.Conditions{
+	Types: []string{fedv1alpha1.ConditionReady, fedv1alpha1.ConditionFluxfedInstalled,
+		fedv1alpha1.ConditionNamespacesAvailable, fedv1alpha1.ConditionCredentialsValid},
+	Announce: func(before *metav1.Condition, after metav1.Condition) bool {
+		if after.Type == fedv1alpha1.ConditionReady {
+			return before != nil || after.Status != metav1.ConditionUnknown
+		}
+		return after.Status != metav1.ConditionUnknown && (before != nil || after.Status == metav1.ConditionFalse)
+	},
+	Action: "CheckMember",
 }
