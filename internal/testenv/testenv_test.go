@@ -1,8 +1,11 @@
 package testenv
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +20,8 @@ import (
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 )
+
+func TestMain(m *testing.M) { Main(m) }
 
 func TestRepoRootHoldsTheModule(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(RepoRoot(), "go.mod"))
@@ -39,7 +44,7 @@ func TestStartServesTheMiniClusterAPI(t *testing.T) {
 }
 
 func TestKubeconfigReachesTheAPIServer(t *testing.T) {
-	env := Start(t)
+	env := Shared(t)
 	data, err := env.Kubeconfig()
 	require.NoError(t, err)
 
@@ -49,6 +54,43 @@ func TestKubeconfigReachesTheAPIServer(t *testing.T) {
 	require.NoError(t, err)
 	var mcs fluxv1alpha2.MiniClusterList
 	require.NoError(t, c.List(context.Background(), &mcs))
+}
+
+func TestASharedAPIServerStartsOnceAndStopsAfterTheTests(t *testing.T) {
+	ctx := context.Background()
+	starts := 0
+	s := &sharedServer{running: true, start: func() (*Env, error) { starts++; return start() }}
+	t.Cleanup(func() { s.stop(0, io.Discard) })
+	first, err := s.get()
+	require.NoError(t, err)
+	second, err := s.get()
+	require.NoError(t, err)
+	require.Same(t, first, second)
+	require.Equal(t, 1, starts)
+	var mcs fluxv1alpha2.MiniClusterList
+	require.NoError(t, first.Client.List(ctx, &mcs))
+
+	var stderr bytes.Buffer
+	require.Equal(t, 3, s.stop(3, &stderr), "the tests' exit code")
+	require.Empty(t, stderr.String())
+	require.Error(t, first.Client.List(ctx, &mcs), "the API server is stopped")
+	require.Equal(t, 0, s.stop(0, &stderr), "stopped once")
+}
+
+func TestSharedNeedsMainAndStartsOnlyOnce(t *testing.T) {
+	starts := 0
+	failing := func() (*Env, error) { starts++; return nil, errors.New("etcd did not start") }
+	_, err := (&sharedServer{start: failing}).get()
+	require.EqualError(t, err, "testenv.Shared needs the package's TestMain to call testenv.Main(m) or testenv.Run(m), which stop the shared API server after the last test")
+	require.Zero(t, starts)
+
+	s := &sharedServer{running: true, start: failing}
+	for range 2 {
+		_, err := s.get()
+		require.EqualError(t, err, "the API server the package's tests share: etcd did not start")
+	}
+	require.Equal(t, 1, starts, "a failed start is not tried again")
+	require.Equal(t, 0, s.stop(0, io.Discard))
 }
 
 func TestStartNStartsSeparateAPIServers(t *testing.T) {
