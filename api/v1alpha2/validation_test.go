@@ -24,6 +24,9 @@ import (
 
 // These tests install the generated CRD into a real kube-apiserver: the schema (bounds, enums,
 // CEL rules, defaults) is the API's validation, so only the API server can tell whether it works.
+// They share one API server (testenv.Shared), each in a namespace of its own.
+
+func TestMain(m *testing.M) { testenv.Main(m) }
 
 // miniCluster builds a MiniCluster from the YAML of its spec.
 func miniCluster(t *testing.T, namespace, name, spec string) *unstructured.Unstructured {
@@ -62,7 +65,7 @@ func causes(err error) []string {
 }
 
 func TestMiniClusterRejectsInvalidSpecs(t *testing.T) {
-	env := testenv.Start(t)
+	env := testenv.Shared(t)
 	ns := newNamespace(t, env.Client)
 
 	ctx := context.Background()
@@ -86,7 +89,7 @@ func TestMiniClusterRejectsInvalidSpecs(t *testing.T) {
 // TestMiniClusterRejectsUnknownFields covers strict field validation: the v1alpha1 location of
 // leadBroker (spec.flux.leadBroker) is not part of v1alpha2, in the Flux Operator's CRD either.
 func TestMiniClusterRejectsUnknownFields(t *testing.T) {
-	env := testenv.Start(t)
+	env := testenv.Shared(t)
 	ns := newNamespace(t, env.Client)
 	err := createStrict(context.Background(), env.Client,
 		miniCluster(t, ns, "old-lead-broker", v1alpha2test.OneContainer+"flux:\n  leadBroker: {name: a, address: b}\n"))
@@ -101,7 +104,7 @@ func TestMiniClusterRejectsUnknownFields(t *testing.T) {
 // TestMiniClusterDefaults checks that the schema defaults appear in the stored object, so users
 // see them with kubectl get -o yaml, and that nothing else is added.
 func TestMiniClusterDefaults(t *testing.T) {
-	env := testenv.Start(t)
+	env := testenv.Shared(t)
 	ns := newNamespace(t, env.Client)
 	ctx := context.Background()
 
@@ -226,7 +229,7 @@ func normalize(t *testing.T, v any) any {
 // (kubectl scale mc/x --replicas=N), and that the schema still bounds it: scaling past maxSize is
 // rejected.
 func TestMiniClusterScaleSubresource(t *testing.T) {
-	env := testenv.Start(t)
+	env := testenv.Shared(t)
 	ns := newNamespace(t, env.Client)
 	ctx := context.Background()
 
@@ -254,7 +257,7 @@ func TestMiniClusterScaleSubresource(t *testing.T) {
 // change the hostlist of a running Flux instance (its brokers never learn a new one), says why,
 // and lets everything else through, scaling within maxSize included.
 func TestTheFluxLayoutIsFixedOnceCreated(t *testing.T) {
-	env := testenv.Start(t)
+	env := testenv.Shared(t)
 	ns := newNamespace(t, env.Client)
 	ctx := context.Background()
 
@@ -405,7 +408,7 @@ func leadBroker(key string, value any) func(map[string]any) {
 var hostileSpecs = v1alpha2test.HostileSpecs()
 
 func TestMiniClusterHostileSpecs(t *testing.T) {
-	env := testenv.Start(t)
+	env := testenv.Shared(t)
 	ns := newNamespace(t, env.Client)
 	ctx := context.Background()
 
