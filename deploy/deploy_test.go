@@ -40,6 +40,21 @@ func kustomize(t *testing.T, dir string) []*unstructured.Unstructured {
 	return objs
 }
 
+// The tests that apply with server-side dry-run share one API server (testenv.Shared): they
+// store nothing but the namespace fluxfed-system and the CRDs they need.
+// TestWhatTheHubMayDoOnAMember applies access for real and starts one of its own.
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// systemNamespace makes sure namespace fluxfed-system exists on the shared API server, which
+// namespaced objects need to be dry-run.
+func systemNamespace(t *testing.T, env *testenv.Env) {
+	t.Helper()
+	err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fluxfed-system"}})
+	if !apierrors.IsAlreadyExists(err) {
+		require.NoError(t, err)
+	}
+}
+
 func TestDefaultKustomizationAppliesWithServerSideDryRun(t *testing.T) {
 	objs := kustomize(t, "default")
 	kinds := map[string]int{}
@@ -52,11 +67,11 @@ func TestDefaultKustomizationAppliesWithServerSideDryRun(t *testing.T) {
 		"ValidatingAdmissionPolicy": 1, "ValidatingAdmissionPolicyBinding": 1,
 	}, kinds)
 
-	env := testenv.Start(t)
+	env := testenv.Shared(t)
 	ctx := context.Background()
 	// The namespace must exist for namespaced objects to be dry-run; everything else is only
 	// validated, not stored.
-	require.NoError(t, env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fluxfed-system"}}))
+	systemNamespace(t, env)
 	for _, o := range objs {
 		if o.GetKind() == "Namespace" || o.GetKind() == "CustomResourceDefinition" {
 			continue // the CRD is installed by testenv; applying it again would conflict on ownership
@@ -143,9 +158,9 @@ func TestHubAndMemberAccessKustomizationsApplyWithServerSideDryRun(t *testing.T)
 	require.Equal(t, map[string]int{"Namespace": 1, "ServiceAccount": 1, "ClusterRole": 3, "ClusterRoleBinding": 3},
 		kindsOf(anyObjs), "the whole member lent")
 
-	env := testenv.Start(t)
+	env := testenv.Shared(t)
 	ctx := context.Background()
-	require.NoError(t, env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fluxfed-system"}}))
+	systemNamespace(t, env)
 	for _, o := range append(hubObjs, anyObjs...) {
 		if o.GetKind() == "Namespace" || o.GetKind() == "CustomResourceDefinition" {
 			continue
@@ -378,10 +393,12 @@ func TestMonitoringAppliesToThePrometheusOperatorsCRD(t *testing.T) {
 	require.NoError(t, utilyaml.Unmarshal(data, &crd.Object))
 	require.Equal(t, "CustomResourceDefinition", crd.GetKind())
 
-	env := testenv.Start(t)
+	env := testenv.Shared(t)
 	ctx := context.Background()
-	require.NoError(t, env.Client.Create(ctx, crd))
-	require.NoError(t, env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fluxfed-system"}}))
+	if err := env.Client.Create(ctx, crd); !apierrors.IsAlreadyExists(err) {
+		require.NoError(t, err) // a test run before on the shared API server (-count) made it
+	}
+	systemNamespace(t, env)
 	w := &testenv.Warnings{}
 	cfg := rest.CopyConfig(env.Config)
 	cfg.WarningHandlerWithContext = w
