@@ -18,7 +18,7 @@
 //     changes; which bursts joined, and which do not.
 //   - scale.go: on-demand scaling: the sizes flux.Decide chooses, and the drains and undrains
 //     it asks for, run before the children are pushed at those sizes.
-//   - push.go: the lead broker Service, then each child and its Secret, through member/apply:
+//   - push.go: the lead broker Service, then each child and its Secret, through internal/apply:
 //     each object named in the root's status before its first create, created with the hub's
 //     proof, never written over what does not carry that proof for the root, not at all when
 //     the member already holds it.

@@ -7,7 +7,7 @@ import (
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/hub/policy"
-	"github.com/fluxfed/fluxfed/member/apply"
+	"github.com/fluxfed/fluxfed/internal/apply"
 )
 
 // What goes wrong in a reconcile of a root is one error, whose type says what the root's status
@@ -46,12 +46,12 @@ func failed(reason string, err error) error { return &burstError{reason: reason,
 
 // reasonOf returns the condition reason err carries (see above).
 func reasonOf(err error) string {
-	var burst *burstError
+	var own *burstError
 	var refusal *apply.Refusal
 	var status apierrors.APIStatus
 	switch {
-	case errors.As(err, &burst):
-		return burst.reason
+	case errors.As(err, &own):
+		return own.reason
 	case errors.As(err, &refusal):
 		return refusal.Reason
 	}

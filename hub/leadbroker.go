@@ -13,14 +13,14 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/bursting"
-	"github.com/fluxfed/fluxfed/member/apply"
+	"github.com/fluxfed/fluxfed/internal/apply"
 	"github.com/fluxfed/fluxfed/member/render/names"
 )
 
@@ -195,13 +195,11 @@ func AllowedLeadAddress(ctx context.Context, allowed []netip.Prefix, address str
 // exposeLeadBroker applies the root's lead broker Service and returns it as stored. A Service of
 // the name that is not the root's is a refusal: it is reported, never taken over.
 func (r *Reconciler) exposeLeadBroker(ctx context.Context, root *fluxv1alpha2.MiniCluster) (*corev1.Service, error) {
-	u, err := toUnstructured(LeadBrokerService(root))
-	if err != nil {
-		return nil, err
-	}
-	u.SetOwnerReferences([]metav1.OwnerReference{*metav1.NewControllerRef(root, fluxv1alpha2.GroupVersion.WithKind("MiniCluster"))})
+	svc := LeadBrokerService(root).WithOwnerReferences(metav1ac.OwnerReference().
+		WithAPIVersion(fluxv1alpha2.GroupVersion.String()).WithKind("MiniCluster").WithName(root.Name).WithUID(root.UID).
+		WithController(true).WithBlockOwnerDeletion(true))
 	applier := &apply.Applier{Client: r.client, Live: r.live, FieldOwner: fluxv1alpha2.FieldOwnerHub}
-	obj, err := applier.Apply(ctx, u, apply.ControlledBy(root))
+	obj, err := applier.Apply(ctx, svc, apply.ControlledBy(root))
 	if err != nil {
 		return nil, fmt.Errorf("exposing the lead broker: %w", err)
 	}

@@ -21,9 +21,9 @@ import (
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/bursting"
 	"github.com/fluxfed/fluxfed/hub/policy"
+	"github.com/fluxfed/fluxfed/internal/apply"
 	"github.com/fluxfed/fluxfed/internal/metrics"
 	"github.com/fluxfed/fluxfed/internal/report"
-	"github.com/fluxfed/fluxfed/member/apply"
 	"github.com/fluxfed/fluxfed/member/render"
 	"github.com/fluxfed/fluxfed/member/render/names"
 )
@@ -237,14 +237,11 @@ func (r *Reconciler) pushChild(ctx context.Context, p *prover, l *ledger, cl clu
 		return nil, err
 	}
 	applier := &apply.Applier{Client: cl.GetClient(), Live: cl.GetAPIReader(), FieldOwner: fluxv1alpha2.FieldOwnerHub, LiveOnly: live}
-	u, err := toUnstructured(child.MiniCluster)
-	if err != nil {
+	mc := child.MiniCluster.DeepCopy()
+	if err := p.mark(member, "MiniCluster", mc); err != nil {
 		return nil, err
 	}
-	if err := p.mark(member, "MiniCluster", u); err != nil {
-		return nil, err
-	}
-	obj, err := applier.Apply(ctx, u, owns)
+	obj, err := applier.Apply(ctx, mc, owns)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			r.namespaces.Delete(child.Cluster + "/" + child.Namespace)
@@ -307,11 +304,7 @@ func (r *Reconciler) pushSecret(ctx context.Context, p *prover, l *ledger, appli
 	secret.OwnerReferences = []metav1.OwnerReference{{
 		APIVersion: fluxv1alpha2.GroupVersion.String(), Kind: "MiniCluster", Name: child.Name, UID: child.UID, Controller: ptr.To(true),
 	}}
-	u, err := toUnstructured(secret)
-	if err != nil {
-		return err
-	}
-	obj, err := applier.Apply(ctx, u, owns)
+	obj, err := applier.Apply(ctx, secret, owns)
 	var refusal *apply.Refusal
 	if errors.As(err, &refusal) && refusal.Reason == fluxv1alpha2.ReasonImmutableFieldChanged {
 		current := &corev1.Secret{}
@@ -324,7 +317,7 @@ func (r *Reconciler) pushSecret(ctx context.Context, p *prover, l *ledger, appli
 		if err := deleteExactly(ctx, applier.Client, current); err != nil {
 			return fmt.Errorf("replacing the CURVE Secret: %w", err)
 		}
-		obj, err = applier.Apply(ctx, u, owns)
+		obj, err = applier.Apply(ctx, secret, owns)
 	}
 	if err != nil {
 		return r.judgeConflict(ctx, p, applier, member, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{

@@ -2,7 +2,6 @@ package hub
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -61,22 +60,6 @@ func metaApplyObject(root *fluxv1alpha2.MiniCluster) *unstructured.Unstructured 
 	u.SetNamespace(root.Namespace)
 	u.SetName(root.Name)
 	return u
-}
-
-// toUnstructured converts a typed object or apply configuration into the request of a
-// server-side apply, without the fields a client never sends (status, creation timestamp).
-func toUnstructured(obj any) (*unstructured.Unstructured, error) {
-	data, err := json.Marshal(obj)
-	if err != nil {
-		return nil, fmt.Errorf("encoding %T: %w", obj, err)
-	}
-	u := &unstructured.Unstructured{}
-	if err := json.Unmarshal(data, &u.Object); err != nil {
-		return nil, fmt.Errorf("decoding %T: %w", obj, err)
-	}
-	delete(u.Object, "status")
-	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
-	return u, nil
 }
 
 func keys[V any](m map[string]V) []string {

@@ -23,7 +23,7 @@ import (
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/internal/report"
-	"github.com/fluxfed/fluxfed/member/apply"
+	"github.com/fluxfed/fluxfed/internal/apply"
 )
 
 // Options configure the MiniCluster reconciler.

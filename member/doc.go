@@ -1,6 +1,6 @@
 // Package member is the MiniCluster reconciler: it runs on every cluster, in single-cluster mode
 // and on each member of a federation, and turns a MiniCluster into its CURVE Secret, ConfigMaps,
-// headless Service and indexed Job, rendered by render.Render and applied through member/apply
+// headless Service and indexed Job, rendered by render.Render and applied through internal/apply
 // under one field owner. It reports the MiniCluster's Ready, Complete and Failed conditions, and
 // records events only after the status write they describe.
 //

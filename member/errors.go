@@ -6,7 +6,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
-	"github.com/fluxfed/fluxfed/member/apply"
+	"github.com/fluxfed/fluxfed/internal/apply"
 )
 
 // A reconcile ends in one error, and its type says both what the status reports and whether a

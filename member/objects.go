@@ -2,7 +2,6 @@ package member
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -14,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
-	"github.com/fluxfed/fluxfed/member/apply"
+	"github.com/fluxfed/fluxfed/internal/apply"
 	"github.com/fluxfed/fluxfed/member/render"
 	"github.com/fluxfed/fluxfed/member/render/names"
 )
@@ -114,13 +113,9 @@ func leftover(mc *fluxv1alpha2.MiniCluster, obj metav1.Object, what string) *wai
 // deletes it and the applier knows it for ours, and labelled with mc's name, since the manager
 // caches only objects with that label (CacheByObject).
 func desiredObject(mc *fluxv1alpha2.MiniCluster, o render.Object) (*unstructured.Unstructured, error) {
-	data, err := json.Marshal(o.Apply)
+	u, err := apply.Request(o.Apply)
 	if err != nil {
-		return nil, fmt.Errorf("encoding %s: %w", o.Kind.Kind, err)
-	}
-	u := &unstructured.Unstructured{}
-	if err := json.Unmarshal(data, &u.Object); err != nil {
-		return nil, fmt.Errorf("decoding %s: %w", o.Kind.Kind, err)
+		return nil, err
 	}
 	u.SetGroupVersionKind(o.Kind)
 	u.SetOwnerReferences([]metav1.OwnerReference{*metav1.NewControllerRef(mc, fluxv1alpha2.GroupVersion.WithKind("MiniCluster"))})

@@ -12,7 +12,7 @@ import (
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/api/v1alpha2/v1alpha2test"
-	"github.com/fluxfed/fluxfed/member/apply"
+	"github.com/fluxfed/fluxfed/internal/apply"
 )
 
 // TestStatusPhase checks status.phase, the PHASE column, as computeStatus sets it from the

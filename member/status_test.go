@@ -17,7 +17,7 @@ import (
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/api/v1alpha2/v1alpha2test"
-	"github.com/fluxfed/fluxfed/member/apply"
+	"github.com/fluxfed/fluxfed/internal/apply"
 )
 
 func job(parallelism, ready int32, conditions ...batchv1.JobCondition) *batchv1.Job {

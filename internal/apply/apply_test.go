@@ -18,14 +18,16 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/internal/apply"
 	"github.com/fluxfed/fluxfed/internal/testenv"
-	"github.com/fluxfed/fluxfed/member/apply"
 )
 
 const ours = "apply-test"
@@ -46,6 +48,7 @@ func TestApply(t *testing.T) {
 		{"never writes to an object created since it was read", testApplyNeverWritesToAnObjectCreatedSinceItWasRead},
 		{"created objects are applied", testApplyCreatedObjectsAreApplied},
 		{"refusals carry their reason", testApplyRefusalsCarryTheirReason},
+		{"typed objects and apply configurations are the same request", testApplyTakesTypedObjects},
 	} {
 		t.Run(tt.name, func(t *testing.T) { tt.test(t, start(t, env)) })
 	}
@@ -457,4 +460,37 @@ func testApplyLandsOnlyOnTheObjectItObserved(t *testing.T, h *harness) {
 	require.NoError(t, h.env.Client.Get(ctx, client.ObjectKeyFromObject(theirs), got))
 	require.Equal(t, map[string]string{"password": "hunter2"}, got.Data)
 	require.Empty(t, got.OwnerReferences)
+}
+
+// testApplyTakesTypedObjects applies the same ConfigMap as an unstructured object, a typed object
+// without apiVersion and kind, and an apply configuration: each is the same request, so after the
+// first nothing is sent.
+func testApplyTakesTypedObjects(t *testing.T, h *harness) {
+	desired := h.configMap(map[string]any{"a": "1"})
+	h.settled(t, desired)
+
+	typed := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: desired.GetName(), Namespace: h.ns, Labels: desired.GetLabels(),
+			OwnerReferences: desired.GetOwnerReferences(), CreationTimestamp: metav1.Now()},
+		Data: map[string]string{"a": "1"},
+	}
+	mark := h.mark()
+	got, err := h.applier.Apply(context.Background(), typed, apply.ControlledBy(h.owner))
+	require.NoError(t, err)
+	require.Empty(t, h.since(mark), "the typed object is the request that was applied")
+	require.Equal(t, "1", got.(*corev1.ConfigMap).Data["a"])
+
+	ref := desired.GetOwnerReferences()[0]
+	config := corev1ac.ConfigMap(desired.GetName(), h.ns).WithLabels(desired.GetLabels()).WithData(map[string]string{"a": "2"}).
+		WithOwnerReferences(metav1ac.OwnerReference().WithAPIVersion(ref.APIVersion).WithKind(ref.Kind).WithName(ref.Name).
+			WithUID(ref.UID).WithController(true).WithBlockOwnerDeletion(true))
+	got, err = h.applier.Apply(context.Background(), config, apply.ControlledBy(h.owner))
+	require.NoError(t, err)
+	require.Equal(t, "2", got.(*corev1.ConfigMap).Data["a"])
+
+	request, err := apply.Request(typed)
+	require.NoError(t, err)
+	_, hasStatus := request.Object["status"]
+	_, hasCreated, _ := unstructured.NestedFieldNoCopy(request.Object, "metadata", "creationTimestamp")
+	require.False(t, hasStatus || hasCreated, "a client never sends status or the creation timestamp: %v", request.Object)
 }

@@ -90,12 +90,26 @@ type Applier struct {
 	LiveOnly bool
 }
 
-// Apply makes the object desired describes exist as described, and returns it as stored (or as
-// observed, when nothing had to be sent). desired is an apply request: apiVersion, kind, name,
-// namespace and the fields fluxfed owns; Apply stamps it with its hash. An object of the same
+// Apply makes the object request describes exist as described, and returns it as stored (or as
+// observed, when nothing had to be sent). request is a typed object, an apply configuration or
+// an unstructured object holding the apply request: apiVersion and kind (or a type the client's
+// scheme knows), name, namespace and the fields fluxfed owns, nothing else (see Request); Apply
+// stamps it with its hash. An object of the same
 // name that owns refuses is never changed: the result is a *Refusal with ReasonConflict.
-func (a *Applier) Apply(ctx context.Context, desired *unstructured.Unstructured, owns Owns) (client.Object, error) {
-	desired = desired.DeepCopy()
+func (a *Applier) Apply(ctx context.Context, request any, owns Owns) (client.Object, error) {
+	desired, err := Request(request)
+	if err != nil {
+		return nil, err
+	}
+	if desired.GetKind() == "" {
+		if obj, ok := request.(runtime.Object); ok {
+			gvk, err := a.Client.GroupVersionKindFor(obj)
+			if err != nil {
+				return nil, fmt.Errorf("applying %T %s/%s: %w", request, desired.GetNamespace(), desired.GetName(), err)
+			}
+			desired.SetGroupVersionKind(gvk)
+		}
+	}
 	if err := Stamp(desired); err != nil {
 		return nil, err
 	}
@@ -292,6 +306,27 @@ func immutable(err error) bool {
 		}
 	}
 	return false
+}
+
+// Request returns obj, a typed object, an apply configuration or an unstructured object, as the
+// request of a server-side apply: a copy, without what a client never sends (its status and
+// creation timestamp).
+func Request(obj any) (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{}
+	if in, ok := obj.(*unstructured.Unstructured); ok {
+		u = in.DeepCopy()
+	} else {
+		data, err := json.Marshal(obj)
+		if err != nil {
+			return nil, fmt.Errorf("encoding %T: %w", obj, err)
+		}
+		if err := json.Unmarshal(data, &u.Object); err != nil {
+			return nil, fmt.Errorf("decoding %T: %w", obj, err)
+		}
+	}
+	delete(u.Object, "status")
+	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	return u, nil
 }
 
 // Describe names obj for messages: "<Kind> <namespace>/<name>", or "<Kind> <name>" when it has
