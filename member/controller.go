@@ -22,8 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
-	"github.com/fluxfed/fluxfed/internal/report"
 	"github.com/fluxfed/fluxfed/internal/apply"
+	"github.com/fluxfed/fluxfed/internal/report"
 )
 
 // Options configure the MiniCluster reconciler.

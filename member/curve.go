@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
-	"github.com/fluxfed/fluxfed/internal/report"
 	"github.com/fluxfed/fluxfed/internal/apply"
+	"github.com/fluxfed/fluxfed/internal/report"
 	"github.com/fluxfed/fluxfed/member/render"
 	"github.com/fluxfed/fluxfed/member/render/curve"
 	"github.com/fluxfed/fluxfed/member/render/names"
