@@ -70,7 +70,7 @@ func deprecatedFields(obj *unstructured.Unstructured) []string {
 // renders as the member controller renders it.
 func admitAndRender(t *testing.T, docs map[string][]*unstructured.Unstructured) {
 	t.Helper()
-	env := testenv.Start(t)
+	env := testenv.Shared(t)
 	ctx := context.Background()
 	require.NoError(t, env.ApplyDeploy(ctx, "policy"))
 

@@ -23,6 +23,10 @@ import (
 	"github.com/fluxfed/fluxfed/internal/testenv"
 )
 
+// The tests share one API server (testenv.Shared), each MiniCluster in a namespace of its own;
+// the deprecation policy that TestDeprecatedFieldsApplyWithWarnings installs only warns.
+func TestMain(m *testing.M) { testenv.Main(m) }
+
 // TestExamplesApply creates every MiniCluster under examples/ with strict field validation, so a
 // field the CRD does not know (a typo, or a field we dropped) fails the test, and checks that the
 // stored object reads back as a MiniCluster with the schema defaults filled in.
@@ -31,7 +35,7 @@ func TestExamplesApply(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, files, "no examples found")
 
-	env := testenv.Start(t)
+	env := testenv.Shared(t)
 	ctx := context.Background()
 	for _, file := range files {
 		t.Run(file, func(t *testing.T) {
