@@ -135,7 +135,7 @@ func TestBuildVersionPrefersStamp(t *testing.T) {
 // TestManagerServesProbesAndStops runs `fluxfed manager` against a real API server: it must come
 // up with the MiniCluster types registered, answer its probes, and exit cleanly when cancelled.
 func TestManagerServesProbesAndStops(t *testing.T) {
-	env := testenv.Start(t)
+	env := testenv.Shared(t)
 	kubeconfig := writeKubeconfig(t, env)
 	probeAddr := freeAddr(t)
 
@@ -176,12 +176,15 @@ func TestManagerFailsOnUnreadableKubeconfig(t *testing.T) {
 // run fluxfed as a process of its own.
 const envRunMain = "FLUXFED_TEST_RUN_MAIN"
 
+// The tests that need an API server but none of their own (the manager reconciles nothing
+// there, or refuses its flags) share one (testenv.Shared); those that run a hub and a member
+// start theirs.
 func TestMain(m *testing.M) {
 	if os.Getenv(envRunMain) == "1" {
 		main()
 		return
 	}
-	os.Exit(m.Run())
+	testenv.Main(m)
 }
 
 func writeKubeconfig(t *testing.T, env *testenv.Env) string {
@@ -285,7 +288,7 @@ func TestHubManagerBurstsARoot(t *testing.T) {
 }
 
 func TestHubManagerRefusesBadFlags(t *testing.T) {
-	env := testenv.Start(t)
+	env := testenv.Shared(t)
 	err := run(context.Background(), []string{"manager", "--hub", "--hub-name", "not a label", "--kubeconfig", writeKubeconfig(t, env)},
 		&bytes.Buffer{}, &bytes.Buffer{})
 	require.ErrorContains(t, err, `--hub-name "not a label" must be a non-empty label value`)
