@@ -11,7 +11,8 @@ import (
 )
 
 // What goes wrong in a reconcile of a root is one error, whose type says what the root's status
-// reports and whether a retry can help; reasonOf reads the condition reason of any of them:
+// reports and whether a retry can help; reasonOf reads the condition reason of any of them, and
+// fromMember gives one met pushing to a member its reason:
 //
 //   - *burstError: a burst cannot be applied for a reason the hub found itself (its member is
 //     not registered or not ready, the hub could not record what it is about to create, ...).
@@ -26,9 +27,10 @@ import (
 //     the spec helps: the reconcile ends in a terminal error.
 //   - *unreadableError: flux answered in the lead broker's container, and the hub cannot read
 //     the answer. It decides no scaling step until it can.
-//   - anything else, from a member: an API status of 4xx but a timeout or throttling is the
-//     member's answer (ApplyFailed); no answer, or one that it could not serve, is
-//     MemberUnreachable. Both are retried with backoff.
+//   - anything else met pushing to a member becomes a *burstError (fromMember): an API status
+//     of 4xx but a timeout or throttling is the member's answer (ApplyFailed); no answer, or
+//     one that it could not serve, is MemberUnreachable. Both are retried with backoff. Any
+//     other error of a burst is ApplyFailed.
 
 // burstError is why a burst cannot be applied, with the condition reason that says so.
 type burstError struct {
@@ -44,25 +46,41 @@ func (e *burstError) Unwrap() error { return e.err }
 // failed returns err as a burst's failure with reason.
 func failed(reason string, err error) error { return &burstError{reason: reason, err: err} }
 
-// reasonOf returns the condition reason err carries (see above).
+// reasonOf returns the condition reason err carries (see above); an error that carries none is
+// ApplyFailed.
 func reasonOf(err error) string {
-	var own *burstError
-	var refusal *apply.Refusal
-	var status apierrors.APIStatus
-	switch {
-	case errors.As(err, &own):
-		return own.reason
-	case errors.As(err, &refusal):
-		return refusal.Reason
-	}
-	if reason, ok := ownerRefusal(err); ok {
+	if reason, ok := carried(err); ok {
 		return reason
 	}
+	return fluxv1alpha2.ReasonApplyFailed
+}
+
+// carried returns the reason of a typed error: a burst's, a refusal's or the member owner's.
+func carried(err error) (reason string, ok bool) {
+	var own *burstError
+	var refusal *apply.Refusal
+	switch {
+	case errors.As(err, &own):
+		return own.reason, true
+	case errors.As(err, &refusal):
+		return refusal.Reason, true
+	}
+	return ownerRefusal(err)
+}
+
+// fromMember returns err, met while pushing to a member, with a reason: its own, else
+// ApplyFailed when the member answered and refused (an API status of 4xx but a timeout or
+// throttling), else MemberUnreachable: it did not answer, or answered that it could not serve.
+func fromMember(err error) error {
+	if _, ok := carried(err); ok {
+		return err
+	}
+	var status apierrors.APIStatus
 	if errors.As(err, &status) && status.Status().Code > 0 && status.Status().Code < 500 &&
 		!apierrors.IsTimeout(err) && !apierrors.IsTooManyRequests(err) {
-		return fluxv1alpha2.ReasonApplyFailed
+		return failed(fluxv1alpha2.ReasonApplyFailed, err)
 	}
-	return fluxv1alpha2.ReasonMemberUnreachable
+	return failed(fluxv1alpha2.ReasonMemberUnreachable, err)
 }
 
 // ownerRefusal returns the reason of a refusal by the member owner's policy: the namespace, or

@@ -16,6 +16,7 @@ import (
 	"github.com/fluxfed/fluxfed/internal/apply"
 )
 
+// TestReasonOf reads the reason of errors met pushing to a member.
 func TestReasonOf(t *testing.T) {
 	mc := schema.GroupResource{Group: fluxv1alpha2.GroupVersion.Group, Resource: "miniclusters"}
 	tests := []struct {
@@ -38,9 +39,15 @@ func TestReasonOf(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			require.Equal(t, tt.want, reasonOf(tt.err))
+			require.Equal(t, tt.want, reasonOf(fromMember(tt.err)))
 		})
 	}
+}
+
+func TestAnErrorWithoutAReasonIsAnApplyFailure(t *testing.T) {
+	require.Equal(t, fluxv1alpha2.ReasonApplyFailed, reasonOf(errors.New("boom")))
+	err := failed(fluxv1alpha2.ReasonMemberNotFound, errors.New("gone"))
+	require.Same(t, err, fromMember(err), "an error with a reason keeps it")
 }
 
 func TestOwnerRefusalWithdraws(t *testing.T) {

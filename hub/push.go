@@ -72,7 +72,7 @@ func (r *Reconciler) push(ctx context.Context, root *fluxv1alpha2.MiniCluster, p
 				o.Waiting, ok = wait.Error(), false
 				waited.Store(true)
 			case err != nil:
-				o.Err, ok = err, false
+				o.Err, ok = fromMember(err), false
 			}
 		}
 		if ok && len(fed.cert) > 0 {
