@@ -87,3 +87,59 @@ func ParseObservation(out string) (*View, error) {
 	}
 	return nil, fmt.Errorf("the observation has %d parts, want 1 (before state run) or 5: %.300q", len(parts), out)
 }
+
+// FollowReady is the line FollowCommand prints once it follows both of the instance's journals:
+// from then on, every change of a job's state or of the resources is told by a line.
+const FollowReady = "ready"
+
+// FollowedJobEvents are the job events FollowCommand tells: a job waits for resources
+// (priority), gets them (alloc), gives them back (free), or is gone (clean). The job manager
+// sends no others to it.
+var FollowedJobEvents = []string{"priority", "alloc", "free", "clean"}
+
+// followScript follows the job manager's journal (only FollowedJobEvents) and the resource
+// journal from now on: it prints FollowReady once both have sent their backlog, then
+// "job NAME" or "resource NAME" for each event, and ends with an error when either journal
+// ends or standard output is gone. The backlog (the events of the jobs alive and the
+// resource eventlog so far) is skipped: it is what the hub reads when it asks.
+var followScript = `import os, sys, flux
+from flux.constants import FLUX_RPC_STREAMING
+h = flux.Flux()
+caught = []
+def follow(f, journal):
+    try:
+        r = f.get()
+    except OSError as e:
+        print(f"flux: the {journal} journal ended: {e.strerror}", file=sys.stderr)
+        os._exit(1)
+    f.reset()
+    if journal not in caught:
+        if r.get("id", -1) == -1 and not r["events"]:
+            caught.append(journal)
+            if len(caught) == 2:
+                print("` + FollowReady + `", flush=True)
+        return
+    for e in r["events"]:
+        print(journal, e["name"], flush=True)
+h.rpc("job-manager.events-journal", {"allow": {` + allowList() + `}}, 0, FLUX_RPC_STREAMING).then(follow, "job")
+h.rpc("resource.journal", {}, 0, FLUX_RPC_STREAMING).then(follow, "resource")
+h.reactor_run()
+`
+
+func allowList() string {
+	entries := make([]string, len(FollowedJobEvents))
+	for i, name := range FollowedJobEvents {
+		entries[i] = fmt.Sprintf("%q: 1", name)
+	}
+	return strings.Join(entries, ", ")
+}
+
+// FollowArgs is the flux command FollowCommand runs: flux python with followScript.
+func FollowArgs() []string { return []string{"flux", "python", "-c", followScript} }
+
+// FollowCommand is the command the hub leaves running in the container of a root's lead broker
+// to hear of every change in the instance as it happens (docs/bursting.md): it prints
+// FollowReady, then one line per job or resource event, and runs until the instance or the
+// exec session ends. A line says that something changed, not what: the hub asks
+// (ObserveCommand) to learn what.
+func FollowCommand(mountPath string) []string { return Command(mountPath, FollowArgs()...) }

@@ -1,6 +1,9 @@
 package flux_test
 
 import (
+	"bufio"
+	"fmt"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -86,4 +89,80 @@ command = ["sleep", "8"]
 	inst.Flux(t, flux.UndrainArgs(steps[0].Undrain)[1:]...)
 	require.Eventually(t, func() bool { return observe(t, inst).Demand().Jobs == 0 }, time.Minute, 100*time.Millisecond,
 		"both jobs run once the rank is given back")
+}
+
+// follower runs the command the hub leaves running in a lead broker's container against inst,
+// and returns the lines it prints as they come, and its end (its error) once it ended.
+func follower(t *testing.T, inst *realflux.Instance) (<-chan string, <-chan error) {
+	t.Helper()
+	argv := flux.FollowCommand("/mnt/flux")
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = inst.Env()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	lines, ended := make(chan string, 100), make(chan error, 1)
+	go func() {
+		scan := bufio.NewScanner(out)
+		for scan.Scan() {
+			lines <- scan.Text()
+		}
+		err := cmd.Wait()
+		ended <- fmt.Errorf("%w: %s", err, stderr.String())
+	}()
+	return lines, ended
+}
+
+// next returns the lines the follower prints until it is quiet for a second.
+func next(t *testing.T, lines <-chan string) []string {
+	t.Helper()
+	var got []string
+	for {
+		select {
+		case l := <-lines:
+			got = append(got, l)
+		case <-time.After(time.Second):
+			return got
+		}
+	}
+}
+
+// TestTheFollowerTellsEveryChangeOfRealFlux runs the hub's follower against real flux-core: it
+// says it is ready, tells nothing of what happened before (a job that runs), then one line per
+// step of each job and per change of the resources, and ends, saying why, when the job
+// manager's journal ends.
+func TestTheFollowerTellsEveryChangeOfRealFlux(t *testing.T) {
+	inst := realflux.StartInstance(t, 2, "")
+	inst.Flux(t, "submit", "sleep", "300")
+	lines, ended := follower(t, inst)
+	select {
+	case l := <-lines:
+		require.Equal(t, flux.FollowReady, l, "the first line")
+	case err := <-ended:
+		require.FailNow(t, "the follower ended", "%v", err)
+	case <-time.After(time.Minute):
+		require.FailNow(t, "the follower never said it was ready")
+	}
+	require.Empty(t, next(t, lines), "what happened before it started")
+
+	inst.Flux(t, "run", "-N1", "true")
+	require.Equal(t, []string{"job priority", "job alloc", "job free", "job clean"}, next(t, lines), "a job that ran at once")
+	inst.Flux(t, "resource", "drain", "1", flux.DrainReason)
+	inst.Flux(t, "submit", "-N2", "true")
+	require.Equal(t, []string{"resource drain", "job priority"}, next(t, lines), "a rank drained, a job waits for it")
+	inst.Flux(t, "cancel", "--all")
+	require.ElementsMatch(t, []string{"job clean", "job free", "job clean"}, next(t, lines), "both jobs canceled")
+	inst.Flux(t, "resource", "undrain", "1")
+	require.Equal(t, []string{"resource undrain"}, next(t, lines))
+
+	inst.Flux(t, "module", "remove", "job-manager")
+	select {
+	case err := <-ended:
+		require.ErrorContains(t, err, "exit status 1: flux: the job journal ended: No data available")
+	case <-time.After(time.Minute):
+		require.FailNow(t, "the follower outlived the job manager")
+	}
 }
