@@ -35,7 +35,7 @@ func (s *Status) Lags(obj client.Object) bool {
 
 // Apply writes status, a typed status value holding only the fields the controller owns, as
 // obj's status with server-side apply, forcing ownership of those fields. Once written, obj's
-// version is remembered (see Lags).
+// version is remembered (see Lags), unless the write changed nothing.
 func (s *Status) Apply(ctx context.Context, obj client.Object, status any) error {
 	gvk, err := s.Client.GroupVersionKindFor(obj)
 	if err != nil {
@@ -53,7 +53,14 @@ func (s *Status) Apply(ctx context.Context, obj client.Object, status any) error
 		client.FieldOwner(s.Owner), client.ForceOwnership); err != nil {
 		return fmt.Errorf("writing the status of %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(obj), err)
 	}
-	s.writtenAt.Store(client.ObjectKeyFromObject(obj), obj.GetResourceVersion())
+	// The answer is the object as stored. One of the same version is a write that changed
+	// nothing: obj is as current as the server, and there is no later version to wait for.
+	key := client.ObjectKeyFromObject(obj)
+	if u.GetResourceVersion() == obj.GetResourceVersion() {
+		s.writtenAt.Delete(key)
+		return nil
+	}
+	s.writtenAt.Store(key, obj.GetResourceVersion())
 	return nil
 }
 

@@ -56,6 +56,14 @@ func TestStatusWritesOwnFieldsAndKnowsAStaleCache(t *testing.T) {
 	require.Equal(t, fluxv1alpha2.ReasonPodsNotReady, meta.FindStatusCondition(both.Status.Conditions, fluxv1alpha2.ConditionReady).Reason)
 	require.NotNil(t, meta.FindStatusCondition(both.Status.Conditions, fluxv1alpha2.ConditionBursting), "the hub's condition is the hub's")
 
+	// A write that changes nothing leaves no newer version to wait for: the object read is not
+	// stale, or nothing would ever write its status again.
+	current := read()
+	require.NoError(t, member.Apply(ctx, current, &fluxv1alpha2.MiniClusterStatus{
+		Size: 2, Conditions: []metav1.Condition{condition(fluxv1alpha2.ConditionReady, fluxv1alpha2.ReasonPodsNotReady)}}))
+	require.Equal(t, current.ResourceVersion, read().ResourceVersion, "the same status again is no change")
+	require.False(t, member.Lags(current), "a write that changed nothing")
+
 	member.Forget(client.ObjectKeyFromObject(before))
 	require.False(t, member.Lags(before), "forgotten")
 
