@@ -322,8 +322,7 @@ func (f *federation) runFaultWorkload(t *testing.T, kind faultKind, target fault
 // TestOwnershipSurvivesAKillOrALostReplyAfterEveryWrite runs the fault workload once without a
 // fault, to see the hub's writes to members, then once for each of those writes with the hub
 // killed right after the member committed it, and once with the reply lost instead. (A write of
-// the first run may not happen in another: a claim that follows a create is sometimes folded
-// into the next apply. Every kind of write must have been struck.) Every run must end as the spec
+// the first run may not happen in another. Every kind of write must have been struck.) Every run must end as the spec
 // says; the time each took to get there after the fault is printed.
 func TestOwnershipSurvivesAKillOrALostReplyAfterEveryWrite(t *testing.T) {
 	f := startFederation(t, hub.Options{SweepInterval: time.Second}, "member-a", "member-b")
@@ -351,8 +350,15 @@ func TestOwnershipSurvivesAKillOrALostReplyAfterEveryWrite(t *testing.T) {
 		}
 		t.Logf("%s after each write: as specified again within %v of the fault\n  %s", kind, worst.Round(10*time.Millisecond),
 			strings.Join(report, "\n  "))
-		for _, want := range []string{"POST namespaces", "POST miniclusters", "POST secrets", "PATCH miniclusters", "PATCH secrets",
-			"DELETE miniclusters", "DELETE secrets"} {
+		// Every kind of write the workload makes was struck. (A Secret is never patched: it is
+		// created, and its fields are claimed as applied only before an apply changes it.)
+		made := sets.New[string]()
+		for _, w := range writes {
+			made.Insert(writeKind(w.write))
+		}
+		require.True(t, made.IsSuperset(sets.New("POST namespaces", "POST miniclusters", "POST secrets", "PATCH miniclusters",
+			"DELETE miniclusters", "DELETE secrets")), "the workload makes every kind of write: %v", sets.List(made))
+		for _, want := range sets.List(made) {
 			require.True(t, kinds.Has(want), "%s struck after %s; it struck after %v", kind, want, sets.List(kinds))
 		}
 	}

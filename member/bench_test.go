@@ -4,6 +4,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -81,6 +83,7 @@ func BenchmarkHundredMiniClusters(b *testing.B) {
 				time.Sleep(*benchIdle)
 				idle := h.requests.requestsSince(idleStart)
 
+				b.Logf("requests per MiniCluster by kind: %s", perKind(h.requests.requestsSince(0)[:made], n))
 				b.ReportMetric(elapsed.Seconds(), "s/100mc")
 				b.ReportMetric(float64(made)/n, "requests/mc")
 				b.ReportMetric(float64(len(idle)), "idle-requests")
@@ -90,6 +93,42 @@ func BenchmarkHundredMiniClusters(b *testing.B) {
 			}
 		})
 	}
+}
+
+// perKind counts requests by method and resource ("POST configmaps", "GET jobs",
+// "PATCH miniclusters/status"), per MiniCluster of n, most first.
+func perKind(paths []string, n int) string {
+	counts := map[string]int{}
+	for _, p := range paths {
+		method, path, _ := strings.Cut(p, " ")
+		parts := strings.Split(strings.Trim(path, "/"), "/")
+		resource := ""
+		for i, part := range parts {
+			if part == "namespaces" && i+2 < len(parts) {
+				resource = parts[i+2]
+				if i+4 < len(parts) {
+					resource += "/" + parts[i+4]
+				}
+				break
+			}
+		}
+		if resource == "" && len(parts) > 0 {
+			resource = parts[len(parts)-1]
+		}
+		counts[method+" "+resource]++
+	}
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		return counts[keys[i]] > counts[keys[j]] || (counts[keys[i]] == counts[keys[j]] && keys[i] < keys[j])
+	})
+	var out []string
+	for _, k := range keys {
+		out = append(out, fmt.Sprintf("%s %.2f", k, float64(counts[k])/float64(n)))
+	}
+	return strings.Join(out, ", ")
 }
 
 // createAll creates the MiniClusters ten at a time, as a parallel kubectl apply would.

@@ -9,12 +9,13 @@
 //   - every field of the desired object has its value in the observed one: nobody else changed a
 //     field fluxfed owns since (a hand-edited ConfigMap key, a scaled child).
 //
-// Nothing is ever written to an object fluxfed did not observe to be its own. An object that was
-// not found is created, which the API server refuses if one of its name appeared since it was
-// read; that one is then judged as any other found. An apply names the UID it observed, so it
-// never lands on an object deleted and created again since. A create records the field owner's
-// claim as an update's; it is turned into an apply's at once (or, if that fails, before the next
-// apply), so that a field later dropped from the desired state is dropped from the object too.
+// Nothing is ever written to an object fluxfed did not observe to be its own. An object that is
+// not in the cache is created at once, which the API server refuses if one of its name exists (outside
+// the cache, or created since); that one is then read live and judged as any other found. An
+// apply names the UID it observed, so it never lands on an object deleted and created again
+// since. A create records the field owner's claim as an update's; before an apply changes the
+// object, the claim is turned into an apply's, so that a field dropped from the desired state is
+// dropped from the object too. A new object thus costs one request, its create.
 //
 // A refusal that waits for someone else (an object of the same name that is not ours) or that
 // only a change of spec can lift (invalid, immutable) is a *Refusal carrying the condition
@@ -114,7 +115,9 @@ func (a *Applier) Apply(ctx context.Context, request any, owns Owns) (client.Obj
 		return nil, err
 	}
 	name := Describe(desired)
-	current, err := a.observe(ctx, desired, a.LiveOnly)
+	// What the cache does not hold is created at once: it is new, or someone else's that the
+	// create finds. Reading it live first would cost a request for every new object.
+	current, err := a.observe(ctx, desired, a.LiveOnly, !a.LiveOnly)
 	if err != nil {
 		return nil, err
 	}
@@ -123,8 +126,9 @@ func (a *Applier) Apply(ctx context.Context, request any, owns Owns) (client.Obj
 		if !apierrors.IsAlreadyExists(err) {
 			return created, err
 		}
-		// Someone created it since it was read: it is judged as found, read where it surely is.
-		if current, err = a.observe(ctx, desired, true); err != nil {
+		// It exists (outside the cache, or created since it was read): it is judged as found,
+		// read where it surely is.
+		if current, err = a.observe(ctx, desired, true, false); err != nil {
 			return nil, err
 		}
 		if current == nil {
@@ -141,7 +145,7 @@ func (a *Applier) Apply(ctx context.Context, request any, owns Owns) (client.Obj
 	if err := a.claim(ctx, current); apierrors.IsConflict(err) {
 		// A cache behind the claim that followed the create, or a change since: the claim is
 		// judged again on the object as the API server has it, if it is still ours.
-		fresh, ferr := a.observe(ctx, desired, true)
+		fresh, ferr := a.observe(ctx, desired, true, false)
 		switch {
 		case ferr != nil:
 			return nil, ferr
@@ -168,8 +172,8 @@ func (a *Applier) Apply(ctx context.Context, request any, owns Owns) (client.Obj
 }
 
 // create creates the object desired describes, failing with AlreadyExists if one of its name
-// exists, and returns it as stored, its fields claimed as applied. A claim that fails is left to
-// the next apply: the object is created, and is ours.
+// exists, and returns it as stored. Its fields stay claimed as the create's update until an
+// apply must change the object: claim turns them into the apply's then, at no cost now.
 func (a *Applier) create(ctx context.Context, desired *unstructured.Unstructured) (client.Object, error) {
 	log := ctrl.LoggerFrom(ctx)
 	log.V(1).Info("Creating "+desired.GetKind(), "object", klog.KObj(desired))
@@ -180,14 +184,7 @@ func (a *Applier) create(ctx context.Context, desired *unstructured.Unstructured
 		}
 		return nil, classify(Describe(desired), err)
 	}
-	created, err := a.typed(u)
-	if err != nil {
-		return nil, err
-	}
-	if err := a.claim(ctx, created); err != nil {
-		log.V(1).Info("The next apply claims the created object's fields", "object", klog.KObj(desired), "error", err.Error())
-	}
-	return created, nil
+	return a.typed(u)
 }
 
 // claim turns the field owner's claim from an update (the create) into an apply, on obj as
@@ -208,13 +205,17 @@ func (a *Applier) claim(ctx context.Context, current client.Object) error {
 	return nil
 }
 
-// observe returns the object desired names as the cache holds it, else as the API server does
-// (with liveOnly, only as the API server does); nil when it does not exist.
-func (a *Applier) observe(ctx context.Context, desired *unstructured.Unstructured, liveOnly bool) (client.Object, error) {
+// observe returns the object desired names as the cache holds it, else as the API server does;
+// nil when it is not found. With live, it reads the API server only; with cached, the cache
+// only.
+func (a *Applier) observe(ctx context.Context, desired *unstructured.Unstructured, live, cached bool) (client.Object, error) {
 	key := client.ObjectKeyFromObject(desired)
 	readers := []client.Reader{a.Client, a.Live}
-	if liveOnly {
+	switch {
+	case live:
 		readers = readers[1:]
+	case cached:
+		readers = readers[:1]
 	}
 	for _, reader := range readers {
 		obj, err := a.newObject(desired)
