@@ -256,7 +256,7 @@ type faultStep struct {
 
 // faultWorkload creates a root that bursts onto both members, resizes a burst, moves the other
 // burst to the first member, and deletes the root: every kind of write the hub makes on a
-// member (namespace, child and Secret creates, the claims that follow them, applies, deletes).
+// member (namespace, child and Secret creates, applies and the claims before them, deletes).
 var faultWorkload = []faultStep{
 	{"create", func(t *testing.T, f *federation, root *fluxv1alpha2.MiniCluster) {
 		require.NoError(t, f.hub.Client.Create(context.Background(), root))
