@@ -1,0 +1,216 @@
+package hub_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/hub"
+)
+
+var (
+	benchRoots   = flag.Int("fluxfed.roots", 200, "how many roots BenchmarkManyRoots creates")
+	benchSettled = flag.Duration("fluxfed.settled", 30*time.Second, "how long BenchmarkManyRoots watches the settled federation")
+)
+
+// BenchmarkManyRoots measures the hub at scale with default settings: -fluxfed.roots roots (200
+// by default), each bursting onto two members, are created ten at a time as fast as the hub's
+// API server takes them. It reports, from each root's creation to both of its children existing
+// on their members, the median and p99 and the roots per second, the hub process's CPU per root
+// and peak RSS, the hub's requests per root to the members, the bursts that ended Failed, and,
+// once everything settled, the hub's requests to the members and CPU per minute:
+//
+//	go test ./hub -run '^$' -bench ManyRoots -benchtime 1x -timeout 30m [-cpuprofile cpu.out -memprofile mem.out]
+//
+// The API servers run as processes of their own; the hub, the test's clients and its
+// watches of the members share this process, so CPU and RSS are upper bounds of the hub's.
+func BenchmarkManyRoots(b *testing.B) {
+	n := *benchRoots
+	for range b.N {
+		b.StopTimer()
+		f := startFederation(b, withDefaultHealth(hub.Options{}), "member-a", "member-b")
+		ctx := context.Background()
+		ns := f.namespace(b)
+		a, m := f.members["member-a"], f.members["member-b"]
+		seen := watchChildren(b, ns, a, m)
+
+		memberBefore := a.requests.Load() + m.requests.Load()
+		cpuBefore := cpuTime()
+		created := make([]time.Time, n)
+		b.StartTimer()
+		start := time.Now()
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, 10)
+		for i := range n {
+			wg.Go(func() {
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				root := newRoot(ns, fmt.Sprintf("root-%03d", i),
+					fluxv1alpha2.Burst{Name: fmt.Sprintf("a-%03d", i), Cluster: "member-a", Size: 2},
+					fluxv1alpha2.Burst{Name: fmt.Sprintf("b-%03d", i), Cluster: "member-b", Size: 2})
+				created[i] = time.Now()
+				require.NoError(b, f.hub.Client.Create(ctx, root))
+			})
+		}
+		wg.Wait()
+		var done []time.Duration
+		var last time.Time
+		deadline := time.Now().Add(20 * time.Minute)
+		for {
+			done, last = seen.latencies(n, created)
+			if len(done) == n {
+				break
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("only %d of %d roots have both children after 20 minutes", len(done), n)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		elapsed := last.Sub(start)
+		b.StopTimer()
+		cpu := cpuTime() - cpuBefore
+		memberRequests := a.requests.Load() + m.requests.Load() - memberBefore
+
+		// Settled: every burst reported, then nothing is expected to move.
+		failed := waitReported(b, f, ns, n)
+		settledMembers := a.requests.Load() + m.requests.Load()
+		settledCPU := cpuTime()
+		time.Sleep(*benchSettled)
+		perMinute := time.Minute.Seconds() / benchSettled.Seconds()
+
+		slices.Sort(done)
+		b.ReportMetric(float64(done[len(done)/2].Milliseconds()), "p50-ms")
+		b.ReportMetric(float64(done[(len(done)*99-1)/100].Milliseconds()), "p99-ms")
+		b.ReportMetric(float64(n)/elapsed.Seconds(), "roots/s")
+		b.ReportMetric(float64(cpu.Milliseconds())/float64(n), "cpu-ms/root")
+		b.ReportMetric(float64(memberRequests)/float64(n), "member-requests/root")
+		b.ReportMetric(float64(peakRSS())/(1<<20), "peak-rss-MiB")
+		b.ReportMetric(float64(failed), "failed-bursts")
+		b.ReportMetric(float64(a.requests.Load()+m.requests.Load()-settledMembers)*perMinute, "settled-member-requests/min")
+		b.ReportMetric(float64((cpuTime()-settledCPU).Milliseconds())*perMinute, "settled-cpu-ms/min")
+		load, _ := os.ReadFile("/proc/loadavg")
+		b.Logf("%d roots x 2 members, GOMAXPROCS %d, load %s", n, runtime.GOMAXPROCS(0), strings.TrimSpace(string(load)))
+	}
+}
+
+// childWatch records when each child was first seen on its member.
+type childWatch struct {
+	mu    sync.Mutex
+	first map[string]time.Time // "member/child"
+}
+
+// watchChildren lists the namespace's MiniClusters on each member every 20 ms until the
+// benchmark ends, and records when each child appeared.
+func watchChildren(b *testing.B, ns string, ms ...*memberCluster) *childWatch {
+	w := &childWatch{first: map[string]time.Time{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	for _, m := range ms {
+		go func() {
+			for ctx.Err() == nil {
+				var list fluxv1alpha2.MiniClusterList
+				if err := m.env.Client.List(ctx, &list, client.InNamespace(ns)); err == nil {
+					now := time.Now()
+					w.mu.Lock()
+					for _, mc := range list.Items {
+						if _, ok := w.first[m.name+"/"+mc.Name]; !ok {
+							w.first[m.name+"/"+mc.Name] = now
+						}
+					}
+					w.mu.Unlock()
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}()
+	}
+	return w
+}
+
+// latencies returns, for each root whose two children were both seen, the time from its
+// creation to the later of them, and when the last of those was seen.
+func (w *childWatch) latencies(n int, created []time.Time) ([]time.Duration, time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []time.Duration
+	var last time.Time
+	for i := range n {
+		ta, okA := w.first[fmt.Sprintf("member-a/a-%03d", i)]
+		tb, okB := w.first[fmt.Sprintf("member-b/b-%03d", i)]
+		if !okA || !okB {
+			continue
+		}
+		both := ta
+		if tb.After(both) {
+			both = tb
+		}
+		out = append(out, both.Sub(created[i]))
+		if both.After(last) {
+			last = both
+		}
+	}
+	return out, last
+}
+
+// waitReported waits until every root reports both bursts, and returns how many ended Failed.
+func waitReported(b *testing.B, f *federation, ns string, n int) int {
+	deadline := time.Now().Add(10 * time.Minute)
+	for {
+		var roots fluxv1alpha2.MiniClusterList
+		require.NoError(b, f.hub.Client.List(context.Background(), &roots, client.InNamespace(ns)))
+		reported, failed := 0, 0
+		for _, r := range roots.Items {
+			settled := len(r.Status.Bursts) == 2
+			for _, s := range r.Status.Bursts {
+				switch s.Phase {
+				case fluxv1alpha2.BurstFailed:
+					failed++
+				case fluxv1alpha2.BurstApplied, fluxv1alpha2.BurstReady, fluxv1alpha2.BurstJoined:
+				default:
+					settled = false
+				}
+			}
+			if settled {
+				reported++
+			}
+		}
+		if reported == n || time.Now().After(deadline) {
+			return failed
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// cpuTime is the CPU this process used, user and system.
+func cpuTime() time.Duration {
+	var u syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &u)
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
+}
+
+// peakRSS is this process's peak resident set, in bytes.
+func peakRSS() int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
