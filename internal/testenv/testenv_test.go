@@ -29,8 +29,11 @@ func TestRepoRootHoldsTheModule(t *testing.T) {
 	require.Contains(t, string(data), "module github.com/fluxfed/fluxfed\n")
 }
 
+// TestStartServesTheMiniClusterAPI checks an API server that start started, the one the
+// package's tests share (Start and StartN start theirs alike: TestStartNStartsSeparateAPIServers).
 func TestStartServesTheMiniClusterAPI(t *testing.T) {
-	env := Start(t)
+	t.Parallel() // each waits seconds for its API server
+	env := Shared(t)
 	ctx := context.Background()
 
 	var namespaces corev1.NamespaceList
@@ -44,6 +47,7 @@ func TestStartServesTheMiniClusterAPI(t *testing.T) {
 }
 
 func TestKubeconfigReachesTheAPIServer(t *testing.T) {
+	t.Parallel() // each waits seconds for its API server
 	env := Shared(t)
 	data, err := env.Kubeconfig()
 	require.NoError(t, err)
@@ -57,6 +61,7 @@ func TestKubeconfigReachesTheAPIServer(t *testing.T) {
 }
 
 func TestASharedAPIServerStartsOnceAndStopsAfterTheTests(t *testing.T) {
+	t.Parallel() // each waits seconds for its API server
 	ctx := context.Background()
 	starts := 0
 	s := &sharedServer{running: true, start: func() (*Env, error) { starts++; return start() }}
@@ -94,6 +99,7 @@ func TestSharedNeedsMainAndStartsOnlyOnce(t *testing.T) {
 }
 
 func TestStartNStartsSeparateAPIServers(t *testing.T) {
+	t.Parallel() // each waits seconds for its API server
 	envs := StartN(t, 2)
 	require.Len(t, envs, 2)
 	require.NotEqual(t, envs[0].Config.Host, envs[1].Config.Host)
@@ -136,6 +142,7 @@ func TestWarningsAreTakenOnce(t *testing.T) {
 // not know: the error names the components, the time each may take, and quotes the end of
 // kube-apiserver's output, where it says what was wrong.
 func TestAnAPIServerThatDoesNotStartSaysWhyFromItsOutput(t *testing.T) {
+	t.Parallel() // each waits seconds for its API server
 	env, err := startWith(map[string]string{"no-such-flag": "1"})
 	if env != nil {
 		require.NoError(t, env.control.Stop())
