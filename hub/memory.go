@@ -33,6 +33,9 @@ type rootMemory struct {
 	// cleanupPending is what the deletion of the root last waited for, as its CleanupPending
 	// event told.
 	cleanupPending string
+	// verdicts are the member owners' policies' last verdicts on the root's bursts, by burst
+	// (push.go).
+	verdicts map[string]verdict
 }
 
 // memory holds the record of every root by UID.

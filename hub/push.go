@@ -111,6 +111,8 @@ type pushTarget struct {
 // fed.bursts.
 func (r *Reconciler) pushTargets(ctx context.Context, root *fluxv1alpha2.MiniCluster, fed *federation) pushPlan {
 	plan := pushPlan{targets: map[string][]pushTarget{}, specs: map[string]fedv1alpha1.MemberClusterSpec{}, held: map[string]bool{}}
+	members := map[string]*fedv1alpha1.MemberCluster{}
+	memory := r.memory.of(root.UID)
 	children := map[string]bursting.Child{}
 	for _, c := range fed.plan.Children {
 		children[c.Burst] = c
@@ -120,17 +122,20 @@ func (r *Reconciler) pushTargets(ctx context.Context, root *fluxv1alpha2.MiniClu
 		if o.Reserved || o.Err != nil || o.Keep || o.Size == 0 {
 			continue
 		}
-		spec, known := plan.specs[o.Cluster]
+		mcl, known := members[o.Cluster]
 		if !known {
-			mcl := &fedv1alpha1.MemberCluster{}
+			mcl = &fedv1alpha1.MemberCluster{}
 			if err := r.client.Get(ctx, client.ObjectKey{Name: o.Cluster}, mcl); err != nil {
 				o.Err, plan.held[o.Cluster] = failed(fluxv1alpha2.ReasonApplyFailed, fmt.Errorf("reading MemberCluster %s: %w", o.Cluster, err)), true
 				continue
 			}
-			spec, plan.specs[o.Cluster] = mcl.Spec, mcl.Spec
+			members[o.Cluster], plan.specs[o.Cluster] = mcl, mcl.Spec
 		}
-		// What the member's owner allows is asked before anything is sent for the burst.
-		if err := policy.Burst(spec, root.Namespace, children[o.Name]); err != nil {
+		// What the member's owner allows is asked before anything is sent for the burst, once
+		// for each version of the root, its lead broker endpoint and the MemberCluster: the
+		// check renders the child's pods.
+		key := verdictKey{root: root.Generation, endpoint: fed.lead.endpoint.String(), member: mcl.Generation}
+		if err := memory.judge(o.Name, key, func() error { return policy.Burst(mcl.Spec, root.Namespace, children[o.Name]) }); err != nil {
 			// The owner's refusal withdraws what was pushed; a child that cannot be rendered to be
 			// checked is a spec to fix.
 			if _, o.Withdraw = ownerRefusal(err); !o.Withdraw {
@@ -192,6 +197,39 @@ func (r *Reconciler) intend(ctx context.Context, root *fluxv1alpha2.MiniCluster,
 	}
 	l.persist(st.Pushed)
 	return nil
+}
+
+// verdict is a member owner's policy's verdict on a burst (nil: allowed), and what it was given.
+type verdict struct {
+	key verdictKey
+	err error
+}
+
+// verdictKey is what a verdict depends on: the child, made from the root's spec and its lead
+// broker's endpoint, and the MemberCluster's spec.
+type verdictKey struct {
+	root     int64
+	endpoint string
+	member   int64
+}
+
+// judge returns the verdict on burst for key: the last one if it was given the same, else
+// check's, which is kept.
+func (m *rootMemory) judge(burst string, key verdictKey, check func() error) error {
+	m.mu.Lock()
+	v, ok := m.verdicts[burst]
+	m.mu.Unlock()
+	if ok && v.key == key {
+		return v.err
+	}
+	err := check()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.verdicts == nil {
+		m.verdicts = map[string]verdict{}
+	}
+	m.verdicts[burst] = verdict{key: key, err: err}
+	return err
 }
 
 // scopeWait is how soon a root whose burst waits (for the hub to watch its namespace on the

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
@@ -35,8 +36,9 @@ var (
 //
 //	go test ./hub -run '^$' -bench ManyRoots -benchtime 1x -timeout 30m [-cpuprofile cpu.out -memprofile mem.out]
 //
-// The API servers run as processes of their own; the hub, the test's clients and its
-// watches of the members share this process, so CPU and RSS are upper bounds of the hub's.
+// The API servers run as processes of their own; the hub (with the member reconciler of the
+// hub's cluster, as a hub runs it), the test's clients and its watches of the members share
+// this process, so CPU and RSS are upper bounds of the hub's.
 func BenchmarkManyRoots(b *testing.B) {
 	n := *benchRoots
 	for range b.N {
@@ -112,27 +114,28 @@ type childWatch struct {
 	first map[string]time.Time // "member/child"
 }
 
-// watchChildren lists the namespace's MiniClusters on each member every 20 ms until the
-// benchmark ends, and records when each child appeared.
+// watchChildren watches the namespace's MiniClusters on each member until the benchmark ends,
+// and records when each child appeared.
 func watchChildren(b *testing.B, ns string, ms ...*memberCluster) *childWatch {
 	w := &childWatch{first: map[string]time.Time{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
 	for _, m := range ms {
+		c, err := client.NewWithWatch(m.env.Config, client.Options{Scheme: m.env.Scheme})
+		require.NoError(b, err)
+		watcher, err := c.Watch(ctx, &fluxv1alpha2.MiniClusterList{}, client.InNamespace(ns))
+		require.NoError(b, err)
 		go func() {
-			for ctx.Err() == nil {
-				var list fluxv1alpha2.MiniClusterList
-				if err := m.env.Client.List(ctx, &list, client.InNamespace(ns)); err == nil {
-					now := time.Now()
+			defer watcher.Stop()
+			for e := range watcher.ResultChan() {
+				if e.Type != watch.Added {
+					continue
+				}
+				if obj, ok := e.Object.(client.Object); ok {
 					w.mu.Lock()
-					for _, mc := range list.Items {
-						if _, ok := w.first[m.name+"/"+mc.Name]; !ok {
-							w.first[m.name+"/"+mc.Name] = now
-						}
-					}
+					w.first[m.name+"/"+obj.GetName()] = time.Now()
 					w.mu.Unlock()
 				}
-				time.Sleep(20 * time.Millisecond)
 			}
 		}()
 	}
