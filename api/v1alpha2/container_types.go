@@ -45,7 +45,7 @@ type Container struct {
 	// workingDir is the directory the command runs in.
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
-	// +kubebuilder:validation:XValidation:rule=`self.matches('^(/([^/.\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}][^/\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]*|[.]([^/.\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}][^/\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]*)?|[.][.][^/\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]+)?)+$')`,message="workingDir must be an absolute path (starting with /) of printable characters: no control characters such as newline, tab or NUL, no invisible formatting characters such as bidirectional overrides, and no .. elements"
+	// +kubebuilder:validation:XValidation:rule=`self.startsWith('/') && !self.matches('[\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]|/[.][.](/|$)')`,message="workingDir must be an absolute path (starting with /) of printable characters: no control characters such as newline, tab or NUL, no invisible formatting characters such as bidirectional overrides, and no .. elements"
 	WorkingDir string `json:"workingDir,omitempty"`
 
 	// command to run. In the container that runs Flux, the lead broker submits it to the
@@ -79,7 +79,7 @@ type Container struct {
 	// shared volume so every pod can write to it.
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
-	// +kubebuilder:validation:XValidation:rule=`self.matches('^(/([^/.\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}][^/\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]*|[.]([^/.\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}][^/\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]*)?|[.][.][^/\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]+)?)+$')`,message="logs must be an absolute path (starting with /) of printable characters: no control characters such as newline, tab or NUL, no invisible formatting characters such as bidirectional overrides, and no .. elements"
+	// +kubebuilder:validation:XValidation:rule=`self.startsWith('/') && !self.matches('[\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]|/[.][.](/|$)')`,message="logs must be an absolute path (starting with /) of printable characters: no control characters such as newline, tab or NUL, no invisible formatting characters such as bidirectional overrides, and no .. elements"
 	Logs string `json:"logs,omitempty"`
 
 	// runFlux marks the container that runs Flux. Needed only when there is more than one
@@ -115,14 +115,14 @@ type Container struct {
 	// the same volume. Names must be DNS labels.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=64
-	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$') && size(k) <= 63)",message="volumes: every volume name must be a DNS label (lowercase letters, digits and '-', at most 63 characters)"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 63 && k.matches('^[a-z0-9](-*[a-z0-9])*$'))",message="volumes: every volume name must be a DNS label (lowercase letters, digits and '-', at most 63 characters)"
 	Volumes map[string]ContainerVolume `json:"volumes,omitempty"`
 
 	// existingVolumes is the former name of volumes, still used by older manifests. Its
 	// entries are treated exactly like those of volumes; a name must not appear in both.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=64
-	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$') && size(k) <= 63)",message="existingVolumes: every volume name must be a DNS label (lowercase letters, digits and '-', at most 63 characters)"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 63 && k.matches('^[a-z0-9](-*[a-z0-9])*$'))",message="existingVolumes: every volume name must be a DNS label (lowercase letters, digits and '-', at most 63 characters)"
 	ExistingVolumes map[string]ContainerVolume `json:"existingVolumes,omitempty"`
 
 	// lifeCycle adds commands run right after the container starts and before it stops.

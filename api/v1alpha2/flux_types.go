@@ -154,7 +154,7 @@ type FluxView struct {
 	// workingDir is the working directory of the init container.
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
-	// +kubebuilder:validation:XValidation:rule=`self.matches('^(/([^/.\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}][^/\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]*|[.]([^/.\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}][^/\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]*)?|[.][.][^/\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]+)?)+$')`,message="workingDir must be an absolute path (starting with /) of printable characters: no control characters such as newline, tab or NUL, no invisible formatting characters such as bidirectional overrides, and no .. elements"
+	// +kubebuilder:validation:XValidation:rule=`self.startsWith('/') && !self.matches('[\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]|/[.][.](/|$)')`,message="workingDir must be an absolute path (starting with /) of printable characters: no control characters such as newline, tab or NUL, no invisible formatting characters such as bidirectional overrides, and no .. elements"
 	WorkingDir string `json:"workingDir,omitempty"`
 
 	// pythonPath is the PYTHONPATH under which Flux's Python bindings are found in the view,
@@ -162,7 +162,7 @@ type FluxView struct {
 	// image's default.
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
-	// +kubebuilder:validation:XValidation:rule=`self.matches('^(/([^/.:\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}][^/:\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]*|[.]([^/.:\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}][^/:\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]*)?|[.][.][^/:\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]+)?)+(:(/([^/.:\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}][^/:\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]*|[.]([^/.:\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}][^/:\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]*)?|[.][.][^/:\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]+)?)+)*$')`,message="pythonPath must be absolute paths (each starting with /) separated by :, of printable characters: no control characters such as newline, tab or NUL, no invisible formatting characters such as bidirectional overrides, and no .. elements"
+	// +kubebuilder:validation:XValidation:rule=`self.startsWith('/') && !self.matches('[\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]|/[.][.](/|:|$)|:([^/]|$)')`,message="pythonPath must be absolute paths (each starting with /) separated by :, of printable characters: no control characters such as newline, tab or NUL, no invisible formatting characters such as bidirectional overrides, and no .. elements"
 	PythonPath string `json:"pythonPath,omitempty"`
 
 	// mountPath is where the view is mounted in the application container; its bin directory
@@ -173,7 +173,7 @@ type FluxView struct {
 	// +optional
 	// +kubebuilder:default="/mnt/flux"
 	// +kubebuilder:validation:MaxLength=4096
-	// +kubebuilder:validation:XValidation:rule=`self.matches('^(/([^/.\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}][^/\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]*|[.]([^/.\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}][^/\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]*)?|[.][.][^/\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]+)?)+$') && !self.contains(',') && !self.matches('\\p{Z}') && self.matches('[^/]')`,message="mountPath must be an absolute path (starting with /) of printable characters other than white space: no spaces of any kind (no-break and ideographic spaces included), no control characters such as newline, tab or NUL, no invisible formatting characters such as bidirectional overrides, no .. elements and no commas (Flux splits broker options at commas, and its startup scripts split the path at white space); / alone is not allowed"
+	// +kubebuilder:validation:XValidation:rule=`self.startsWith('/') && !self.matches('[\\p{Cc}\\p{Cf}\\p{Z},]|/[.][.](/|$)') && self.matches('[^/]')`,message="mountPath must be an absolute path (starting with /) of printable characters other than white space: no spaces of any kind (no-break and ideographic spaces included), no control characters such as newline, tab or NUL, no invisible formatting characters such as bidirectional overrides, no .. elements and no commas (Flux splits broker options at commas, and its startup scripts split the path at white space); / alone is not allowed"
 	MountPath string `json:"mountPath,omitempty"`
 
 	// resources of the init container. Give cpu and memory requests equal to the limits, here

@@ -23,9 +23,9 @@ import (
 // +kubebuilder:printcolumn:name="Bursts",type=string,JSONPath=`.status.burstSummary`,description="Bursts ready of the bursts that run brokers on a member cluster, and those at size 0 apart"
 // +kubebuilder:printcolumn:name="Lead-Broker",type=string,JSONPath=`.status.leadBroker.endpoint`,priority=1,description="Where the bursts reach the lead broker"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS label (lowercase letters, digits and '-', starting and ending with a letter or digit, no dots) because it prefixes every pod hostname",fieldPath=".metadata"
-// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) + 1 + size(string((has(self.spec.maxSize) && self.spec.maxSize > self.spec.size ? self.spec.maxSize : self.spec.size) - 1)) <= 63",message="metadata.name is too long for spec.size and spec.maxSize: every pod hostname '<name>-<index>' must fit in 63 characters",fieldPath=".metadata"
-// +kubebuilder:validation:XValidation:rule="!has(self.spec.flux) || !has(self.spec.flux.bursting) || has(self.spec.flux.bursting.leadBroker) || !has(self.spec.flux.bursting.clusters) || self.spec.flux.bursting.clusters.all(c, c.name != self.metadata.name)",message="spec.flux.bursting.clusters[].name must differ from metadata.name: burst hostnames would collide with this MiniCluster's own",fieldPath=".spec.flux.bursting.clusters"
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z0-9](-*[a-z0-9])*$')",message="metadata.name must be a DNS label (lowercase letters, digits and '-', starting and ending with a letter or digit, no dots) because it prefixes every pod hostname",fieldPath=".metadata"
+// +kubebuilder:validation:XValidation:rule="[self.spec].all(spec, size(self.metadata.name) + 1 + size(string((has(spec.maxSize) && spec.maxSize > spec.size ? spec.maxSize : spec.size) - 1)) <= 63)",message="metadata.name is too long for spec.size and spec.maxSize: every pod hostname '<name>-<index>' must fit in 63 characters",fieldPath=".metadata"
+// +kubebuilder:validation:XValidation:rule="!self.spec.?flux.?bursting.?clusters.hasValue() || has(self.spec.flux.bursting.leadBroker) || self.spec.flux.bursting.clusters.all(c, c.name != self.metadata.name)",message="spec.flux.bursting.clusters[].name must differ from metadata.name: burst hostnames would collide with this MiniCluster's own",fieldPath=".spec.flux.bursting.clusters"
 type MiniCluster struct {
 	metav1.TypeMeta `json:",inline"`
 
@@ -64,7 +64,7 @@ type MiniClusterList struct {
 // +kubebuilder:validation:XValidation:rule="(has(self.flux) && has(self.flux.bursting) && has(self.flux.bursting.clusters) ? self.flux.bursting.clusters.map(b, b.name) : []) == (has(oldSelf.flux) && has(oldSelf.flux.bursting) && has(oldSelf.flux.bursting.clusters) ? oldSelf.flux.bursting.clusters.map(b, b.name) : []) && (has(self.flux) && has(self.flux.bursting) && has(self.flux.bursting.clusters) ? self.flux.bursting.clusters.map(b, has(b.maxSize) ? b.maxSize : b.size) : []) == (has(oldSelf.flux) && has(oldSelf.flux.bursting) && has(oldSelf.flux.bursting.clusters) ? oldSelf.flux.bursting.clusters.map(b, has(b.maxSize) ? b.maxSize : b.size) : [])",message="the bursts' names, order and reserved ranks (maxSize, or size without it) are fixed when the MiniCluster is created, because they are ranks of the hostlist that a running broker never learns anew: a burst's size may change within its maxSize, and its cluster and namespace may change; to add, remove or re-reserve bursts, delete and re-create the MiniCluster (entries without a cluster reserve ranks to fill later)",fieldPath=".flux.bursting.clusters",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule=`(has(self.flux) && has(self.flux.bursting) && has(self.flux.bursting.hostlist) ? self.flux.bursting.hostlist : "") == (has(oldSelf.flux) && has(oldSelf.flux.bursting) && has(oldSelf.flux.bursting.hostlist) ? oldSelf.flux.bursting.hostlist : "")`,message="spec.flux.bursting.hostlist is fixed when the MiniCluster is created, because a running broker never learns a new hostlist: delete and re-create the MiniCluster to change it",fieldPath=".flux.bursting.hostlist",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule="(has(self.flux) && has(self.flux.bursting) && has(self.flux.bursting.leadBroker) ? [self.flux.bursting.leadBroker.name] : []) == (has(oldSelf.flux) && has(oldSelf.flux.bursting) && has(oldSelf.flux.bursting.leadBroker) ? [oldSelf.flux.bursting.leadBroker.name] : []) && (has(self.flux) && has(self.flux.bursting) && has(self.flux.bursting.leadBroker) ? [self.flux.bursting.leadBroker.size] : []) == (has(oldSelf.flux) && has(oldSelf.flux.bursting) && has(oldSelf.flux.bursting.leadBroker) ? [oldSelf.flux.bursting.leadBroker.size] : [])",message="spec.flux.bursting.leadBroker's name and size are fixed when the MiniCluster is created, because they are ranks of the hostlist (its address and port may change): delete and re-create the MiniCluster to change them",fieldPath=".flux.bursting.leadBroker",reason=FieldValueForbidden
-// +kubebuilder:validation:XValidation:rule="(has(self.oversubscribe) && self.oversubscribe) || self.containers.filter(c, has(c.runFlux) && c.runFlux).size() <= 1",message="spec.containers: at most one container may set runFlux: true",fieldPath=".containers"
+// +kubebuilder:validation:XValidation:rule="self.containers.size() <= 1 || (has(self.oversubscribe) && self.oversubscribe) || self.containers.filter(c, has(c.runFlux) && c.runFlux).size() <= 1",message="spec.containers: at most one container may set runFlux: true",fieldPath=".containers"
 type MiniClusterSpec struct {
 	// containers run in every pod of the MiniCluster. Exactly one of them runs Flux: the only
 	// container when there is one, otherwise the one with runFlux: true. Every other container
@@ -75,8 +75,8 @@ type MiniClusterSpec struct {
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:XValidation:rule="self.size() <= 1 || self.exists(c, has(c.runFlux) && c.runFlux)",message="spec.containers: with more than one container, one of them must set runFlux: true (a single container runs Flux without it)"
 	// +kubebuilder:validation:XValidation:rule="self.size() <= 1 || self.all(c, (has(c.runFlux) && c.runFlux) || has(c.name))",message="spec.containers: every container that does not run Flux needs a name"
-	// +kubebuilder:validation:XValidation:rule="self.all(c, !(self.size() == 1 || (has(c.runFlux) && c.runFlux)) || !has(c.command) || c.command == '' || !has(c.commands) || !has(c.commands.script) || c.commands.script == '')",message="spec.containers: the container that runs Flux cannot set both command and commands.script; choose one"
-	// +kubebuilder:validation:XValidation:rule="self.all(c, !has(c.name) || self.exists_one(d, has(d.name) && d.name == c.name))",message="spec.containers: container names must be unique"
+	// +kubebuilder:validation:XValidation:rule="self.all(c, !has(c.commands) || !has(c.commands.script) || c.commands.script == '' || !has(c.command) || c.command == '' || !(self.size() == 1 || (has(c.runFlux) && c.runFlux)))",message="spec.containers: the container that runs Flux cannot set both command and commands.script; choose one"
+	// +kubebuilder:validation:XValidation:rule="self.size() <= 1 || self.all(c, !has(c.name) || self.exists_one(d, has(d.name) && d.name == c.name))",message="spec.containers: container names must be unique"
 	Containers []Container `json:"containers"`
 
 	// services are extra containers run in a pod of their own, '<name>-services', next to the
@@ -86,7 +86,7 @@ type MiniClusterSpec struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:XValidation:rule="self.all(s, has(s.name))",message="spec.services: every service container needs a name"
-	// +kubebuilder:validation:XValidation:rule="self.all(s, !has(s.name) || self.exists_one(d, has(d.name) && d.name == s.name))",message="spec.services: service container names must be unique"
+	// +kubebuilder:validation:XValidation:rule="self.size() <= 1 || self.all(s, !has(s.name) || self.exists_one(d, has(d.name) && d.name == s.name))",message="spec.services: service container names must be unique"
 	Services []Container `json:"services,omitempty"`
 
 	// resourceClaims are dynamic resource claims added to every pod; containers reference them
@@ -190,7 +190,7 @@ type MiniClusterSpec struct {
 	// hostPath (or claimName, ...). Accepted, with a warning, for older manifests.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=64
-	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$') && size(k) <= 63)",message="volumes: every volume name must be a DNS label (lowercase letters, digits and '-', at most 63 characters)"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 63 && k.matches('^[a-z0-9](-*[a-z0-9])*$'))",message="volumes: every volume name must be a DNS label (lowercase letters, digits and '-', at most 63 characters)"
 	Volumes map[string]MiniClusterVolume `json:"volumes,omitempty"`
 
 	// oversubscribe let several containers set runFlux. fluxfed runs one broker per pod, in the
@@ -258,6 +258,6 @@ type Archive struct {
 	// state is loaded from it; when the lead broker stops the state is dumped to it.
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
-	// +kubebuilder:validation:XValidation:rule=`self.matches('^(/([^/.\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}][^/\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]*|[.]([^/.\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}][^/\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]*)?|[.][.][^/\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]+)?)+$') && !self.contains(',')`,message="archive.path must be an absolute path (starting with /) of printable characters: no control characters such as newline, tab or NUL, no invisible formatting characters such as bidirectional overrides, no .. elements and no commas (Flux splits broker options at commas)"
+	// +kubebuilder:validation:XValidation:rule=`self.startsWith('/') && !self.matches('[\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp},]|/[.][.](/|$)')`,message="archive.path must be an absolute path (starting with /) of printable characters: no control characters such as newline, tab or NUL, no invisible formatting characters such as bidirectional overrides, no .. elements and no commas (Flux splits broker options at commas)"
 	Path string `json:"path,omitempty"`
 }
