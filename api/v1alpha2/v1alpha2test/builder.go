@@ -95,3 +95,10 @@ func (b *Builder) Spec(change func(*fluxv1alpha2.MiniClusterSpec)) *Builder {
 
 // Obj returns the MiniCluster built so far; the builder can go on from there.
 func (b *Builder) Obj() *fluxv1alpha2.MiniCluster { return b.mc.DeepCopy() }
+
+// Edit applies change to mc and returns mc: a fixture built elsewhere (Child, a case), changed
+// for one test.
+func Edit(mc *fluxv1alpha2.MiniCluster, change func(*fluxv1alpha2.MiniCluster)) *fluxv1alpha2.MiniCluster {
+	change(mc)
+	return mc
+}

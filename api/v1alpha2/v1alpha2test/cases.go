@@ -1,6 +1,16 @@
-// Package v1alpha2test holds MiniClusters for tests: a Builder, and invalid specs with the field and
-// message the API server gives. The API's own tests send them to a kube-apiserver; member/admit's
-// tests check that Admit refuses them alike. It is imported by tests only.
+// Package v1alpha2test holds the MiniClusters of every package's tests, one family of fixtures:
+//
+//   - builders: MiniCluster (a one-container MiniCluster as a user writes it), Stored (as the
+//     API server stores it, defaults applied), Child (the burst child the hub pushes for a
+//     root's burst) and Edit;
+//   - named cases: RenderCases, the representative MiniClusters that the renderers' golden files
+//     describe (package scripts and package workload); Federations, the roots and children that
+//     brokerconf's broker.toml golden files are rendered from and e2e/fluxcheck checks;
+//     InvalidCases, specs the API server refuses, with the field and message it gives (the API's
+//     tests send them to a kube-apiserver, member/admit's check that Admit refuses them alike);
+//     HostileSpecs, hostile values in fields that reach scripts, files and pods.
+//
+// It is imported by tests only.
 package v1alpha2test
 
 import "strings"

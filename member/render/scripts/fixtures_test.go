@@ -4,13 +4,13 @@ import (
 	"fmt"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/api/v1alpha2/v1alpha2test"
 	"github.com/fluxfed/fluxfed/bursting"
 	"github.com/fluxfed/fluxfed/member/render/brokerconf"
-	"github.com/fluxfed/fluxfed/member/render/rendertest"
 )
 
-// The representative MiniClusters of the golden tests are rendertest's, which package workload
-// renders too, so that the two sets of golden files describe the same pods.
+// The representative MiniClusters of the golden tests are v1alpha2test's render cases, which
+// package workload renders too, so that the two sets of golden files describe the same pods.
 
 // fixture is one MiniCluster and the inputs the caller would compute for it.
 type fixture struct {
@@ -19,10 +19,10 @@ type fixture struct {
 	in   Inputs
 }
 
-// fixtures returns rendertest's cases with the inputs render.Render computes for them.
+// fixtures returns v1alpha2test's render cases with the inputs render.Render computes for them.
 func fixtures() []fixture {
 	var out []fixture
-	for _, c := range rendertest.Cases() {
+	for _, c := range v1alpha2test.RenderCases() {
 		layout, err := bursting.NewLayout(c.MiniCluster)
 		if err != nil {
 			panic(fmt.Sprintf("fixture %s has no layout: %v", c.Name, err))
@@ -43,10 +43,4 @@ func fixtures() []fixture {
 		}
 	}
 	return out
-}
-
-// miniCluster returns a MiniCluster with the schema's defaults applied, after mutate has set
-// what the test is about.
-func miniCluster(name string, mutate func(*fluxv1alpha2.MiniClusterSpec)) *fluxv1alpha2.MiniCluster {
-	return rendertest.MiniCluster(name, mutate)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/api/v1alpha2/v1alpha2test"
 	"github.com/fluxfed/fluxfed/member/render/names"
 )
 
@@ -134,11 +135,11 @@ func newSandbox(t *testing.T, hostlist string) sandbox {
 // miniCluster returns a MiniCluster whose volume is in the sandbox and whose image brings its
 // own Flux (the fake), so that nothing outside the sandbox is touched.
 func (s sandbox) miniCluster(name string, mutate func(*fluxv1alpha2.MiniClusterSpec)) *fluxv1alpha2.MiniCluster {
-	return miniCluster(name, func(spec *fluxv1alpha2.MiniClusterSpec) {
+	return v1alpha2test.Stored(name).Spec(func(spec *fluxv1alpha2.MiniClusterSpec) {
 		spec.Flux.Container.MountPath = s.mount
 		spec.Flux.Container.Disable = true
 		mutate(spec)
-	})
+	}).Obj()
 }
 
 // provision runs the provisioner with the sandbox's config and curve directories.

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/api/v1alpha2/v1alpha2test"
 	"github.com/fluxfed/fluxfed/internal/testenv"
 )
 
@@ -27,16 +28,16 @@ func TestApply(t *testing.T) {
 	owner := client.FieldOwner(fluxv1alpha2.FieldOwnerMember)
 	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "hpc"}}))
 
-	for _, f := range fixtures() {
-		t.Run(f.name, func(t *testing.T) {
-			ns := "fixture-" + f.name
+	for _, rc := range v1alpha2test.RenderCases() {
+		t.Run(rc.Name, func(t *testing.T) {
+			ns := "fixture-" + rc.Name
 			require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-			f.mc.Namespace = ns
-			job, err := Job(f.mc)
+			rc.MiniCluster.Namespace = ns
+			job, err := Job(rc.MiniCluster)
 			require.NoError(t, err)
 			require.NoError(t, c.Apply(ctx, job, owner, client.ForceOwnership))
-			require.NoError(t, c.Apply(ctx, HeadlessService(f.mc), owner, client.ForceOwnership))
-			services, err := Services(f.mc)
+			require.NoError(t, c.Apply(ctx, HeadlessService(rc.MiniCluster), owner, client.ForceOwnership))
+			services, err := Services(rc.MiniCluster)
 			require.NoError(t, err)
 			if services != nil {
 				require.NoError(t, c.Apply(ctx, services, owner, client.ForceOwnership))
@@ -47,7 +48,7 @@ func TestApply(t *testing.T) {
 	}
 
 	t.Run("scaling changes completions and parallelism of the running Job", func(t *testing.T) {
-		mc := fixtureNamed(t, "max-size") // size 2, maxSize 6
+		mc := v1alpha2test.RenderCaseNamed(t, "max-size") // size 2, maxSize 6
 		for _, size := range []int32{2, 6, 3, 1, 4} {
 			mc.Spec.Size = size
 			job, err := Job(mc)
@@ -61,7 +62,7 @@ func TestApply(t *testing.T) {
 	})
 
 	t.Run("a changed pod template is rejected, so scaling must not touch it", func(t *testing.T) {
-		mc := fixtureNamed(t, "max-size")
+		mc := v1alpha2test.RenderCaseNamed(t, "max-size")
 		mc.Spec.Size = 5
 		mc.Spec.Containers[0].Command = "something else"
 		mc.Spec.Containers[0].Image = "rockylinux:8"

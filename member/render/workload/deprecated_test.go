@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/api/v1alpha2/v1alpha2test"
 )
 
 // TestSpecVolumesMountTheirHostDirectory checks the meaning the deprecated spec.volumes keeps: a
@@ -16,7 +17,7 @@ import (
 //
 //nolint:staticcheck // sets the deprecated spec.volumes on purpose
 func TestSpecVolumesMountTheirHostDirectory(t *testing.T) {
-	mc := fixtureNamed(t, "root-size-1")
+	mc := v1alpha2test.RenderCaseNamed(t, "root-size-1")
 	mc.Spec.Volumes = map[string]fluxv1alpha2.MiniClusterVolume{
 		"data":    {StorageClass: "hostpath", Path: "/tmp/workflow", Capacity: "5Gi", Labels: map[string]string{"type": "local"}},
 		"results": {Class: "hostpath", Path: "/var/results"},
@@ -64,7 +65,7 @@ func TestSpecVolumesMountTheirHostDirectory(t *testing.T) {
 //
 //nolint:staticcheck // sets the deprecated spec.volumes on purpose
 func TestSpecVolumesYieldToTheContainersOwnSource(t *testing.T) {
-	mc := fixtureNamed(t, "root-size-1")
+	mc := v1alpha2test.RenderCaseNamed(t, "root-size-1")
 	mc.Spec.Volumes = map[string]fluxv1alpha2.MiniClusterVolume{"data": {Path: "/tmp/workflow"}}
 	mc.Spec.Containers[0].Volumes = map[string]fluxv1alpha2.ContainerVolume{"data": {Path: "/data", ClaimName: "data"}}
 	for _, v := range typedJob(t, mc).Spec.Template.Spec.Volumes {
@@ -89,7 +90,7 @@ func TestSpecVolumesErrors(t *testing.T) {
 		{"no path", fluxv1alpha2.MiniClusterVolume{}, "names spec.volumes[data], which has no path"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			mc := fixtureNamed(t, "root-size-1")
+			mc := v1alpha2test.RenderCaseNamed(t, "root-size-1")
 			mc.Spec.Volumes = map[string]fluxv1alpha2.MiniClusterVolume{"data": tt.entry}
 			mc.Spec.Containers[0].Volumes = map[string]fluxv1alpha2.ContainerVolume{"data": {Path: "/data"}}
 			_, err := Job(mc)
@@ -104,7 +105,7 @@ func TestSpecVolumesErrors(t *testing.T) {
 //
 //nolint:staticcheck // sets the deprecated spec.oversubscribe on purpose
 func TestOversubscribeRunsFluxInTheFirstRunFluxContainer(t *testing.T) {
-	mc := fixtureNamed(t, "root-size-1")
+	mc := v1alpha2test.RenderCaseNamed(t, "root-size-1")
 	mc.Spec.Oversubscribe = true
 	mc.Spec.Containers[0].Name = "queue"
 	mc.Spec.Containers[0].RunFlux = true

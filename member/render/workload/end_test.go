@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/api/v1alpha2/v1alpha2test"
 )
 
 // failOnTheFluxContainer is the pod failure policy of a Job whose Flux container is named
@@ -50,7 +51,7 @@ func TestTheJobEndsWithTheLead(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			mc := fixtureNamed(t, tc.fixture)
+			mc := v1alpha2test.RenderCaseNamed(t, tc.fixture)
 			mc.Spec.Pod.RestartPolicy = tc.restartPolicy
 			job := typedJob(t, mc)
 			require.Equal(t, tc.wantRestart, job.Spec.Template.Spec.RestartPolicy)
@@ -64,7 +65,7 @@ func TestTheJobEndsWithTheLead(t *testing.T) {
 }
 
 func TestTheServicesPodKeepsRestartingByDefault(t *testing.T) {
-	mc := fixtureNamed(t, "services")
+	mc := v1alpha2test.RenderCaseNamed(t, "services")
 	require.Equal(t, corev1.RestartPolicyOnFailure, typedServices(t, mc).Spec.Template.Spec.RestartPolicy)
 	mc.Spec.Pod.RestartPolicy = "Never"
 	require.Equal(t, corev1.RestartPolicyNever, typedServices(t, mc).Spec.Template.Spec.RestartPolicy)

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/api/v1alpha2/v1alpha2test"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -44,33 +45,25 @@ func golden(t *testing.T, dir, file string, obj any) {
 // TestGolden renders the Job, the headless Service and the services Job of every fixture and
 // compares them with testdata/<case>/*.yaml.
 func TestGolden(t *testing.T) {
-	for _, f := range fixtures() {
-		t.Run(f.name, func(t *testing.T) {
-			job, err := Job(f.mc)
+	for _, c := range v1alpha2test.RenderCases() {
+		t.Run(c.Name, func(t *testing.T) {
+			job, err := Job(c.MiniCluster)
 			require.NoError(t, err)
-			golden(t, f.name, "job.yaml", job)
-			golden(t, f.name, "headless-service.yaml", HeadlessService(f.mc))
-			services, err := Services(f.mc)
+			golden(t, c.Name, "job.yaml", job)
+			golden(t, c.Name, "headless-service.yaml", HeadlessService(c.MiniCluster))
+			services, err := Services(c.MiniCluster)
 			require.NoError(t, err)
 			if services == nil {
-				golden(t, f.name, "services-job.yaml", nil)
+				golden(t, c.Name, "services-job.yaml", nil)
 			} else {
-				golden(t, f.name, "services-job.yaml", services)
+				golden(t, c.Name, "services-job.yaml", services)
 			}
 		})
 	}
 }
 
-func fixtureNamed(t *testing.T, name string) *fluxv1alpha2.MiniCluster {
-	t.Helper()
-	for _, f := range fixtures() {
-		if f.name == name {
-			return f.mc
-		}
-	}
-	t.Fatalf("no fixture %q", name)
-	return nil
-}
+// ptrTo returns a pointer to v.
+func ptrTo[T any](v T) *T { return &v }
 
 // typedJob converts the apply configuration back to a batch/v1 Job, to inspect it.
 func typedJob(t *testing.T, mc *fluxv1alpha2.MiniCluster) *batchv1.Job {
@@ -113,7 +106,7 @@ func containerNamed(t *testing.T, cs []corev1.Container, name string) corev1.Con
 func TestScalingChangesOnlyCompletionsAndParallelism(t *testing.T) {
 	for _, name := range []string{"root-size-4-tasks", "max-size", "burst-child", "services"} {
 		t.Run(name, func(t *testing.T) {
-			small := fixtureNamed(t, name)
+			small := v1alpha2test.RenderCaseNamed(t, name)
 			large := small.DeepCopy()
 			small.Spec.Size = 1
 			large.Spec.Size = 5
@@ -319,7 +312,7 @@ func TestJob(t *testing.T) {
 			name: "disableAffinity keeps the node affinity",
 			fix:  "pod-options",
 			check: func(t *testing.T, _ *batchv1.Job) {
-				mc := fixtureNamed(t, "pod-options")
+				mc := v1alpha2test.RenderCaseNamed(t, "pod-options")
 				mc.Spec.Network.DisableAffinity = true
 				a := typedJob(t, mc).Spec.Template.Spec.Affinity
 				require.Nil(t, a.PodAffinity)
@@ -332,13 +325,13 @@ func TestJob(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.check(t, typedJob(t, fixtureNamed(t, tt.fix)))
+			tt.check(t, typedJob(t, v1alpha2test.RenderCaseNamed(t, tt.fix)))
 		})
 	}
 }
 
 func TestHostPID(t *testing.T) {
-	mc := fixtureNamed(t, "root-size-1")
+	mc := v1alpha2test.RenderCaseNamed(t, "root-size-1")
 	mc.Spec.Pod.HostPID = true
 	require.True(t, typedJob(t, mc).Spec.Template.Spec.HostPID)
 }
@@ -359,7 +352,7 @@ func TestHeadlessService(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			svc := HeadlessService(fixtureNamed(t, tt.fix))
+			svc := HeadlessService(v1alpha2test.RenderCaseNamed(t, tt.fix))
 			require.Equal(t, tt.wantName, *svc.Name)
 			require.Equal(t, "hpc", *svc.Namespace)
 			require.Equal(t, corev1.ClusterIPNone, *svc.Spec.ClusterIP)
@@ -374,12 +367,12 @@ func TestHeadlessService(t *testing.T) {
 
 func TestServices(t *testing.T) {
 	t.Run("none", func(t *testing.T) {
-		job, err := Services(fixtureNamed(t, "root-size-1"))
+		job, err := Services(v1alpha2test.RenderCaseNamed(t, "root-size-1"))
 		require.NoError(t, err)
 		require.Nil(t, job)
 	})
 	t.Run("one pod behind the headless service", func(t *testing.T) {
-		job := typedServices(t, fixtureNamed(t, "services"))
+		job := typedServices(t, v1alpha2test.RenderCaseNamed(t, "services"))
 		require.Equal(t, "web-demo-services", job.Name)
 		require.Equal(t, batchv1.NonIndexedCompletion, *job.Spec.CompletionMode)
 		require.Equal(t, int32(1), *job.Spec.Completions)
@@ -399,7 +392,7 @@ func TestServices(t *testing.T) {
 		}}}}, spec.Volumes)
 	})
 	t.Run("pod options apply, broker affinity does not", func(t *testing.T) {
-		mc := fixtureNamed(t, "pod-options")
+		mc := v1alpha2test.RenderCaseNamed(t, "pod-options")
 		mc.Spec.Services = []fluxv1alpha2.Container{{Name: "web", Image: "nginx", ImagePullSecret: "web-pull"}}
 		job := typedServices(t, mc)
 		spec := job.Spec.Template.Spec
@@ -412,7 +405,7 @@ func TestServices(t *testing.T) {
 		require.Equal(t, "placed-net", spec.Subdomain)
 	})
 	t.Run("name too long for a hostname", func(t *testing.T) {
-		mc := fixtureNamed(t, "services")
+		mc := v1alpha2test.RenderCaseNamed(t, "services")
 		mc.Name = "a-name-that-is-exactly-fifty-six-characters-long-abcdefg"
 		_, err := Services(mc)
 		require.ErrorContains(t, err, "not a DNS label")
@@ -457,7 +450,7 @@ func TestJobErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			mc := fixtureNamed(t, "root-size-1")
+			mc := v1alpha2test.RenderCaseNamed(t, "root-size-1")
 			tt.mutate(&mc.Spec)
 			_, err := Job(mc)
 			require.ErrorContains(t, err, tt.wantErr)
@@ -466,7 +459,7 @@ func TestJobErrors(t *testing.T) {
 }
 
 func TestSharedVolumeAcrossContainers(t *testing.T) {
-	mc := fixtureNamed(t, "root-size-1")
+	mc := v1alpha2test.RenderCaseNamed(t, "root-size-1")
 	mc.Spec.Containers[0].RunFlux = true
 	mc.Spec.Containers[0].Volumes = map[string]fluxv1alpha2.ContainerVolume{"data": {ClaimName: "data", Path: "/data"}}
 	mc.Spec.Containers = append(mc.Spec.Containers, fluxv1alpha2.Container{
