@@ -22,8 +22,15 @@ func Main(dir string, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: flux COMMAND [ARGS...] (stand-in: uptime, resource status|drain|undrain, jobs, submit)")
+		fmt.Fprintln(stderr, "usage: flux COMMAND [ARGS...] (stand-in: uptime, resource status|drain|undrain, jobs, submit, python -c FOLLOWER)")
 		return 1
+	}
+	if args[0] == "python" {
+		if !equal(args, flux.FollowArgs()[1:]) {
+			fmt.Fprintln(stderr, "flux-python: the stand-in runs no python but the hub's follower (flux.FollowCommand)")
+			return 1
+		}
+		return follow(dir, stdout, stderr)
 	}
 	out, err := run(dir, args)
 	return answer(args, out, err, stdout, stderr)

@@ -22,7 +22,9 @@
 //	flux jobs [-A] --json -f pending,running
 //
 // and it acts on `flux resource drain TARGETS REASON...`, `flux resource undrain TARGETS` and
-// `flux submit`. The tests check the outputs against the fixtures byte for byte, and against
+// `flux submit`. It also runs the hub's follower (`flux python -c` with flux.FollowCommand's
+// script, and no other python): [Follow] looks at the instance every [FollowPoll] and prints
+// the lines real Flux's follower prints for what changed ([Changes]). The tests check the outputs against the fixtures byte for byte, and against
 // real flux-core brokers driven through the same steps (e2e/realflux), refusals included:
 // draining a drained rank without -f, undraining one that is not drained. Differences from
 // Flux, on purpose: the ranks have cores but no GPUs; a job that asks for more nodes than the

@@ -1,9 +1,11 @@
 package realflux_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"regexp"
 	"slices"
 	"strconv"
@@ -33,6 +35,77 @@ type twin struct {
 	real *realflux.System
 	sim  *fluxsim.Instance
 	cwd  string
+	// followed are the lines of the real follower (flux.FollowCommand) once it runs, and last
+	// the stand-in as it was when they were last compared.
+	followed <-chan string
+	last     *fluxsim.Instance
+}
+
+// follow starts the hub's follower on the real instance, as the hub leaves it running in the
+// lead broker's container, and waits until it says it is ready.
+func (w *twin) follow() {
+	w.t.Helper()
+	argv := flux.FollowCommand("/mnt/flux")
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = (&realflux.Instance{Prefix: w.real.Prefix, URI: w.real.URI(0)}).Env()
+	out, err := cmd.StdoutPipe()
+	require.NoError(w.t, err)
+	require.NoError(w.t, cmd.Start())
+	w.t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	lines := make(chan string, 100)
+	go func() {
+		scan := bufio.NewScanner(out)
+		for scan.Scan() {
+			lines <- scan.Text()
+		}
+		close(lines)
+	}()
+	select {
+	case l := <-lines:
+		require.Equal(w.t, flux.FollowReady, l)
+	case <-time.After(time.Minute):
+		require.FailNow(w.t, "the follower did not get ready")
+	}
+	w.followed, w.last = lines, w.snapshot()
+}
+
+// snapshot is a copy of the stand-in's instance.
+func (w *twin) snapshot() *fluxsim.Instance {
+	data, err := json.Marshal(w.sim)
+	require.NoError(w.t, err)
+	c := &fluxsim.Instance{}
+	require.NoError(w.t, json.Unmarshal(data, c))
+	return c
+}
+
+// compareFollowed requires the lines the real follower printed since the last step, once it is
+// quiet for a second, to be those the stand-in's prints for its change since then: the same lines
+// of jobs, as many, and the same lines of resources (real Flux may tell the ranks of one change
+// one by one, and interleave jobs that change at one instant in its own order).
+func (w *twin) compareFollowed(step string) {
+	w.t.Helper()
+	var got []string
+	for quiet := false; !quiet; {
+		select {
+		case l, ok := <-w.followed:
+			require.True(w.t, ok, "%s: the follower ended", step)
+			got = append(got, l)
+		case <-time.After(time.Second):
+			quiet = true
+		}
+	}
+	cur := w.snapshot()
+	want := fluxsim.Changes(w.last, cur)
+	w.last = cur
+	require.Equal(w.t, followedLines(want), followedLines(got), "%s: what the follower printed: flux-core %q, the stand-in %q", step, got, want)
+	w.t.Logf("%s: the followers printed %q (flux-core) and %q (stand-in)", step, got, want)
+}
+
+// followedLines is lines sorted, each line of a resource change once.
+func followedLines(lines []string) []string {
+	out := slices.Clone(lines)
+	slices.Sort(out)
+	return slices.CompactFunc(out, func(a, b string) bool { return a == b && strings.HasPrefix(a, "resource ") })
 }
 
 // realJob is what flux jobs -a --json says of a job, as far as the stand-in copies it.
@@ -126,6 +199,9 @@ func (w *twin) compare(step string) {
 		require.InDelta(w.t, sim, got, t1-t0+1e-3, "%s: the runtime of job %d", step, i)
 	}
 	w.t.Logf("%s: the stand-in printed what flux-core printed:\n%s%s%s%s", step, uptime, status, drain, jobs)
+	if w.followed != nil {
+		w.compareFollowed(step)
+	}
 }
 
 // requireAt requires print to give want at some instant of [t0, t1], a millisecond apart.
@@ -183,6 +259,7 @@ func TestTheStandInPrintsWhatRealFluxPrints(t *testing.T) {
 	real.Start(t, 1)
 	joined := waitOnline(t, real, 2)
 	require.NoError(t, w.sim.SetOnline([]int{0, 1}, joined))
+	w.follow()
 	w.compare("1: the root runs")
 	w.submit(4, 0, "hostname")
 	w.submit(3, 3, "sleep", "100")
