@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/api/v1alpha2/v1alpha2test"
 	"github.com/fluxfed/fluxfed/bursting"
 	"github.com/fluxfed/fluxfed/member/render/brokerconf"
-	"github.com/fluxfed/fluxfed/member/render/brokerconf/brokerconftest"
 	"github.com/fluxfed/fluxfed/member/render/curve"
 )
 
@@ -26,7 +26,7 @@ func certificate(t *testing.T, seed byte) []byte {
 // the brokers of every running pod together.
 func TestRenderedFederationsPass(t *testing.T) {
 	cert := certificate(t, 1)
-	for _, f := range brokerconftest.Federations() {
+	for _, f := range v1alpha2test.Federations() {
 		t.Run(f.Name, func(t *testing.T) {
 			var configs []HostConfig
 			for _, m := range f.Members {
@@ -484,7 +484,7 @@ func TestSingletonWithoutHosts(t *testing.T) {
 // and checks that the mistakes the hub could make are caught.
 func TestRenderedMistakes(t *testing.T) {
 	cert := certificate(t, 1)
-	root := brokerconftest.MiniCluster("root", 2)
+	root := v1alpha2test.FederationRoot("root", 2).Obj()
 	root.Spec.Flux.Bursting.Clusters = []fluxv1alpha2.Burst{{Name: "b", Size: 3, Cluster: "m"}}
 	tests := []struct {
 		name  string
@@ -510,7 +510,7 @@ func TestRenderedMistakes(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := root.DeepCopy()
 			tt.root(r)
-			child := brokerconftest.Child(r, "b", brokerconftest.LeadAddress, brokerconftest.LeadPort)
+			child := v1alpha2test.Child(r, "b", v1alpha2test.LeadAddress, v1alpha2test.LeadPort)
 			tt.child(child)
 			var configs []HostConfig
 			for _, m := range []struct {

@@ -32,10 +32,10 @@ type Federation struct {
 	Members []Member
 }
 
-// fedRoot returns a root MiniCluster of size pods running rockylinux:9, as the API server stores
-// it (Stored).
-func fedRoot(name string, size int32) *fluxv1alpha2.MiniCluster {
-	return Stored(name).Size(size).Image("rockylinux:9").Obj()
+// FederationRoot starts a root MiniCluster of size pods running rockylinux:9, as the API server
+// stores it (Stored): the root of every federation of Federations.
+func FederationRoot(name string, size int32) *Builder {
+	return Stored(name).Size(size).Image("rockylinux:9")
 }
 
 // Child returns the burst child the hub would create for the root's entry named burst: a copy
@@ -82,16 +82,16 @@ func federation(name string, root *fluxv1alpha2.MiniCluster) Federation {
 // MiniClusters and federations with bursts.
 func Federations() []Federation {
 	return []Federation{
-		federation("root-size-1", fedRoot("flux-sample", 1)),
-		federation("root-size-4", fedRoot("flux-sample", 4)),
-		federation("max-size", Edit(fedRoot("flux-sample", 2), func(mc *fluxv1alpha2.MiniCluster) {
+		federation("root-size-1", FederationRoot("flux-sample", 1).Obj()),
+		federation("root-size-4", FederationRoot("flux-sample", 4).Obj()),
+		federation("max-size", Edit(FederationRoot("flux-sample", 2).Obj(), func(mc *fluxv1alpha2.MiniCluster) {
 			mc.Spec.MaxSize = 5
 			mc.Spec.MinSize = 1
 		})),
-		federation("minimal-service", Edit(fedRoot("flux-sample", 3), func(mc *fluxv1alpha2.MiniCluster) {
+		federation("minimal-service", Edit(FederationRoot("flux-sample", 3).Obj(), func(mc *fluxv1alpha2.MiniCluster) {
 			mc.Spec.Flux.MinimalService = true
 		})),
-		federation("three-bursts", Edit(fedRoot("flux-sample", 2), func(mc *fluxv1alpha2.MiniCluster) {
+		federation("three-bursts", Edit(FederationRoot("flux-sample", 2).Obj(), func(mc *fluxv1alpha2.MiniCluster) {
 			mc.Spec.MaxSize = 3
 			mc.Spec.Flux.Bursting.Clusters = []fluxv1alpha2.Burst{
 				{Name: "burst-0", Size: 4, Cluster: "member-a"},
@@ -99,17 +99,17 @@ func Federations() []Federation {
 				{Name: "burst-2", Size: 3, Cluster: "member-b", Namespace: "hpc-burst"},
 			}
 		})),
-		federation("custom-hostlist", Edit(fedRoot("flux-sample", 2), func(mc *fluxv1alpha2.MiniCluster) {
+		federation("custom-hostlist", Edit(FederationRoot("flux-sample", 2).Obj(), func(mc *fluxv1alpha2.MiniCluster) {
 			mc.Spec.Flux.Bursting.Hostlist = "flux-sample-[0-1],compute-a-[001-003]"
 		})),
-		federation("kary-2", Edit(fedRoot("flux-sample", 6), func(mc *fluxv1alpha2.MiniCluster) {
+		federation("kary-2", Edit(FederationRoot("flux-sample", 6).Obj(), func(mc *fluxv1alpha2.MiniCluster) {
 			mc.Spec.Flux.Topology = "kary:2"
 		})),
-		federation("flat-bursts", Edit(fedRoot("flux-sample", 2), func(mc *fluxv1alpha2.MiniCluster) {
+		federation("flat-bursts", Edit(FederationRoot("flux-sample", 2).Obj(), func(mc *fluxv1alpha2.MiniCluster) {
 			mc.Spec.Flux.Topology = "kary:0"
 			mc.Spec.Flux.Bursting.Clusters = []fluxv1alpha2.Burst{{Name: "burst-0", Size: 3, Cluster: "member-a"}}
 		})),
-		federation("broker-config", Edit(fedRoot("flux-sample", 2), func(mc *fluxv1alpha2.MiniCluster) {
+		federation("broker-config", Edit(FederationRoot("flux-sample", 2).Obj(), func(mc *fluxv1alpha2.MiniCluster) {
 			mc.Spec.Flux.BrokerConfig = `[bootstrap]
 curve_cert = "/mnt/flux/curve/curve.cert"
 default_port = 9000
@@ -120,7 +120,7 @@ hosts = [{ host = "flux-sample-[0-1]" }]
 		})),
 		// Each group described with its own hardware: the root's from its container (3.5 cpu
 		// rounds up to 4 cores, one GPU), two bursts with their own, one like the root's.
-		federation("burst-hardware", Edit(fedRoot("flux-sample", 2), func(mc *fluxv1alpha2.MiniCluster) {
+		federation("burst-hardware", Edit(FederationRoot("flux-sample", 2).Obj(), func(mc *fluxv1alpha2.MiniCluster) {
 			mc.Spec.MaxSize = 3
 			mc.Spec.Containers[0].Resources = corev1.ResourceRequirements{
 				Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3500m"), "nvidia.com/gpu": resource.MustParse("1")},
@@ -134,12 +134,12 @@ hosts = [{ host = "flux-sample-[0-1]" }]
 		})),
 		// The bursts' hardware is known but the root's is not: every side falls back to R
 		// encoded on each node.
-		federation("burst-hardware-unknown", Edit(fedRoot("flux-sample", 2), func(mc *fluxv1alpha2.MiniCluster) {
+		federation("burst-hardware-unknown", Edit(FederationRoot("flux-sample", 2).Obj(), func(mc *fluxv1alpha2.MiniCluster) {
 			mc.Spec.Flux.Bursting.Clusters = []fluxv1alpha2.Burst{
 				{Name: "big", Size: 2, Cluster: "member-a", Resources: &fluxv1alpha2.BurstResources{Cores: 64, GPUs: 8}},
 			}
 		})),
-		federation("custom-names", Edit(fedRoot("lammps", 3), func(mc *fluxv1alpha2.MiniCluster) {
+		federation("custom-names", Edit(FederationRoot("lammps", 3).Obj(), func(mc *fluxv1alpha2.MiniCluster) {
 			mc.Namespace = "team-a"
 			mc.Spec.Network.HeadlessName = "brokers"
 			mc.Spec.Flux.Container.MountPath = "/opt/flux view/"

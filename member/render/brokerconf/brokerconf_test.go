@@ -13,9 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/api/v1alpha2/v1alpha2test"
 	"github.com/fluxfed/fluxfed/bursting"
 	"github.com/fluxfed/fluxfed/hostlist"
-	"github.com/fluxfed/fluxfed/member/render/brokerconf/brokerconftest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -30,7 +30,7 @@ func renderTOML(t *testing.T, mc *fluxv1alpha2.MiniCluster) []byte {
 }
 
 func TestBrokerTOMLGolden(t *testing.T) {
-	for _, f := range brokerconftest.Federations() {
+	for _, f := range v1alpha2test.Federations() {
 		for i, m := range f.Members {
 			name := f.Name
 			if i > 0 {
@@ -59,7 +59,7 @@ func TestBrokerTOMLGolden(t *testing.T) {
 // TestBrokerTOMLHosts checks the hosts array against the layout directly: every rank in order,
 // parent keys exactly where the layout has parents, and the lead broker's entry on a child.
 func TestBrokerTOMLHosts(t *testing.T) {
-	for _, f := range brokerconftest.Federations() {
+	for _, f := range v1alpha2test.Federations() {
 		for _, m := range f.Members {
 			mc := m.MiniCluster
 			if mc.Spec.Flux.BrokerConfig != "" {
@@ -109,7 +109,7 @@ func TestBrokerTOMLHosts(t *testing.T) {
 }
 
 func TestBrokerTOMLBrokerConfig(t *testing.T) {
-	mc := brokerconftest.MiniCluster("a", 1)
+	mc := v1alpha2test.FederationRoot("a", 1).Obj()
 	mc.Spec.Flux.BrokerConfig = "anything at all\n"
 	got, err := BrokerTOML(mc, nil)
 	require.NoError(t, err)
@@ -118,7 +118,7 @@ func TestBrokerTOMLBrokerConfig(t *testing.T) {
 
 func TestBrokerTOMLErrors(t *testing.T) {
 	layout := func(mc *fluxv1alpha2.MiniCluster) *bursting.Layout {
-		l, err := bursting.NewLayout(brokerconftest.MiniCluster(mc.Name, 1))
+		l, err := bursting.NewLayout(v1alpha2test.FederationRoot(mc.Name, 1).Obj())
 		require.NoError(t, err)
 		return l
 	}
@@ -129,26 +129,26 @@ func TestBrokerTOMLErrors(t *testing.T) {
 		want   string
 	}{
 		{name: "no MiniCluster", want: "no MiniCluster"},
-		{name: "no layout", mc: brokerconftest.MiniCluster("a", 1), want: "no layout"},
-		{name: "empty layout", mc: brokerconftest.MiniCluster("a", 1), layout: &bursting.Layout{}, want: "no layout"},
+		{name: "no layout", mc: v1alpha2test.FederationRoot("a", 1).Obj(), want: "no layout"},
+		{name: "empty layout", mc: v1alpha2test.FederationRoot("a", 1).Obj(), layout: &bursting.Layout{}, want: "no layout"},
 		{name: "no namespace", mc: func() *fluxv1alpha2.MiniCluster {
-			mc := brokerconftest.MiniCluster("a", 1)
+			mc := v1alpha2test.FederationRoot("a", 1).Obj()
 			mc.Namespace = ""
 			return mc
 		}(), want: "the MiniCluster has no namespace"},
 		{name: "no mount path", mc: func() *fluxv1alpha2.MiniCluster {
-			mc := brokerconftest.MiniCluster("a", 1)
+			mc := v1alpha2test.FederationRoot("a", 1).Obj()
 			mc.Spec.Flux.Container.MountPath = ""
 			return mc
 		}(), want: "spec.flux.container.mountPath is empty"},
 		{name: "mount path not UTF-8", mc: func() *fluxv1alpha2.MiniCluster {
-			mc := brokerconftest.MiniCluster("a", 1)
+			mc := v1alpha2test.FederationRoot("a", 1).Obj()
 			mc.Spec.Flux.Container.MountPath = "/mnt/\xff"
 			return mc
 		}(), want: "is not valid UTF-8"},
-		{name: "parent outside the hosts", mc: brokerconftest.MiniCluster("a", 1),
+		{name: "parent outside the hosts", mc: v1alpha2test.FederationRoot("a", 1).Obj(),
 			layout: &bursting.Layout{Hosts: []string{"a-0", "a-1"}, Parents: map[int]int{1: 5}}, want: "rank 1 has parent 5, outside the hosts"},
-		{name: "hosts that do not survive compression", mc: brokerconftest.MiniCluster("a", 1),
+		{name: "hosts that do not survive compression", mc: v1alpha2test.FederationRoot("a", 1).Obj(),
 			layout: &bursting.Layout{Hosts: []string{"a-0", "b,c"}}, want: "hosts of ranks 0-1 do not survive hostlist compression"},
 	}
 	for _, tt := range tests {
@@ -164,14 +164,14 @@ func TestBrokerTOMLErrors(t *testing.T) {
 }
 
 func TestBrokerTOMLNamesTheHeadlessServiceAfterTheMiniClusterByDefault(t *testing.T) {
-	mc := brokerconftest.MiniCluster("lammps", 2)
+	mc := v1alpha2test.FederationRoot("lammps", 2).Obj()
 	mc.Spec.Network.HeadlessName = ""
 	toml := renderTOML(t, mc)
 	require.Contains(t, string(toml), `default_connect = "tcp://%h.lammps.`+mc.Namespace+`.svc.cluster.local:%p"`)
 }
 
 func TestPaths(t *testing.T) {
-	mc := brokerconftest.MiniCluster("a", 1)
+	mc := v1alpha2test.FederationRoot("a", 1).Obj()
 	require.Equal(t, "/mnt/flux/curve/curve.cert", CurveCertPath(mc))
 	require.Equal(t, "/mnt/flux/view/etc/flux/system/R", ResourcePath(mc))
 	mc.Spec.Flux.Container.MountPath = "/opt/flux/"
@@ -208,7 +208,7 @@ func TestBrokerTOMLHostileValues(t *testing.T) {
 	for _, v := range []string{
 		`"`, `\`, "\"\n[bootstrap]\ncurve_cert = \"/tmp/x", "a\rb", "\x00\x1b\x7f", "\u202e\u2028", "''' \"\"\"", "# x", "]]",
 	} {
-		mc := brokerconftest.MiniCluster("hostile", 2)
+		mc := v1alpha2test.FederationRoot("hostile", 2).Obj()
 		mc.Namespace = "ns\r\n[x]" // comments only; the schema refuses it, the file must survive it
 		mc.Spec.Flux.Container.MountPath = "/mnt/" + v
 		mc.Spec.Flux.Topology = v
@@ -244,7 +244,7 @@ func TestBrokerTOMLResourceConfig(t *testing.T) {
 		mc.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(q)}
 		return mc
 	}
-	root := cpu(brokerconftest.MiniCluster("root", 2), "6")
+	root := cpu(v1alpha2test.FederationRoot("root", 2).Obj(), "6")
 	root.Spec.Flux.Bursting.Clusters = []fluxv1alpha2.Burst{
 		{Name: "gpu", Size: 2, Cluster: "member-a", Resources: &fluxv1alpha2.BurstResources{Cores: 32, GPUs: 4}},
 		{Name: "cpu", Size: 1, MaxSize: 3, Cluster: "member-b", Resources: &fluxv1alpha2.BurstResources{Cores: 96}},
@@ -270,27 +270,27 @@ func TestBrokerTOMLResourceConfig(t *testing.T) {
 		fallback string
 	}{
 		{name: "root", mc: root, want: rootEntries("root-[0-1]")},
-		{name: "child gpu", mc: brokerconftest.Child(root, "gpu", brokerconftest.LeadAddress, brokerconftest.LeadPort),
-			want: rootEntries(brokerconftest.LeadAddress + ",root-1")},
-		{name: "child cpu", mc: brokerconftest.Child(root, "cpu", brokerconftest.LeadAddress, brokerconftest.LeadPort),
-			want: rootEntries(brokerconftest.LeadAddress + ",root-1")},
-		{name: "a root of one pod: rank 0 is the whole group", mc: edit(cpu(brokerconftest.MiniCluster("solo", 1), "1"), func(mc *fluxv1alpha2.MiniCluster) {
+		{name: "child gpu", mc: v1alpha2test.Child(root, "gpu", v1alpha2test.LeadAddress, v1alpha2test.LeadPort),
+			want: rootEntries(v1alpha2test.LeadAddress + ",root-1")},
+		{name: "child cpu", mc: v1alpha2test.Child(root, "cpu", v1alpha2test.LeadAddress, v1alpha2test.LeadPort),
+			want: rootEntries(v1alpha2test.LeadAddress + ",root-1")},
+		{name: "a root of one pod: rank 0 is the whole group", mc: v1alpha2test.Edit(cpu(v1alpha2test.FederationRoot("solo", 1).Obj(), "1"), func(mc *fluxv1alpha2.MiniCluster) {
 			mc.Spec.Flux.Bursting.Clusters = []fluxv1alpha2.Burst{{Name: "b", Size: 1}}
 		}), want: []entry{
 			{Hosts: "solo-0", Cores: "0", Properties: []string{"solo"}},
 			{Hosts: "b-0", Cores: "0", Properties: []string{"b"}},
 		}},
-		{name: "its child names the lead address alone", mc: brokerconftest.Child(edit(cpu(brokerconftest.MiniCluster("solo", 1), "1"), func(mc *fluxv1alpha2.MiniCluster) {
+		{name: "its child names the lead address alone", mc: v1alpha2test.Child(v1alpha2test.Edit(cpu(v1alpha2test.FederationRoot("solo", 1).Obj(), "1"), func(mc *fluxv1alpha2.MiniCluster) {
 			mc.Spec.Flux.Bursting.Clusters = []fluxv1alpha2.Burst{{Name: "b", Size: 1}}
-		}), "b", brokerconftest.LeadAddress, brokerconftest.LeadPort), want: []entry{
-			{Hosts: brokerconftest.LeadAddress, Cores: "0", Properties: []string{"solo"}},
+		}), "b", v1alpha2test.LeadAddress, v1alpha2test.LeadPort), want: []entry{
+			{Hosts: v1alpha2test.LeadAddress, Cores: "0", Properties: []string{"solo"}},
 			{Hosts: "b-0", Cores: "0", Properties: []string{"b"}},
 		}},
-		{name: "no bursts: path, nothing said", mc: cpu(brokerconftest.MiniCluster("alone", 2), "4")},
-		{name: "the root's cores unknown", mc: edit(brokerconftest.MiniCluster("root", 2), func(mc *fluxv1alpha2.MiniCluster) {
+		{name: "no bursts: path, nothing said", mc: cpu(v1alpha2test.FederationRoot("alone", 2).Obj(), "4")},
+		{name: "the root's cores unknown", mc: v1alpha2test.Edit(v1alpha2test.FederationRoot("root", 2).Obj(), func(mc *fluxv1alpha2.MiniCluster) {
 			mc.Spec.Flux.Bursting.Clusters = []fluxv1alpha2.Burst{{Name: "gpu", Size: 2, Resources: &fluxv1alpha2.BurstResources{Cores: 32}}}
 		}), fallback: "# because the cores of the root MiniCluster root are unknown"},
-		{name: "a custom hostlist", mc: edit(cpu(brokerconftest.MiniCluster("root", 2), "4"), func(mc *fluxv1alpha2.MiniCluster) {
+		{name: "a custom hostlist", mc: v1alpha2test.Edit(cpu(v1alpha2test.FederationRoot("root", 2).Obj(), "4"), func(mc *fluxv1alpha2.MiniCluster) {
 			mc.Spec.Flux.Bursting.Hostlist = "root-[0-1],elsewhere-[0-3]"
 		}), fallback: "# because the hardware of the 4 hosts that spec.flux.bursting.hostlist lists outside this MiniCluster is unknown"},
 	}
@@ -327,9 +327,4 @@ func TestBrokerTOMLResourceConfig(t *testing.T) {
 	l, err := bursting.NewLayout(own)
 	require.NoError(t, err)
 	require.False(t, ResourcesFromConfig(own, l))
-}
-
-func edit(mc *fluxv1alpha2.MiniCluster, change func(*fluxv1alpha2.MiniCluster)) *fluxv1alpha2.MiniCluster {
-	change(mc)
-	return mc
 }
