@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/api/v1alpha2/v1alpha2test"
 )
 
 func TestContainerHardware(t *testing.T) {
@@ -60,11 +61,12 @@ func withCPU(mc *fluxv1alpha2.MiniCluster, cpu string, gpus string) *fluxv1alpha
 
 func TestResourceGroups(t *testing.T) {
 	explicit := func() *fluxv1alpha2.MiniCluster {
-		return withCPU(miniCluster("root", 2, 3,
+		return withCPU(v1alpha2test.MiniCluster("root").Namespace("hpc").Size(2).MaxSize(3).Bursts(
 			fluxv1alpha2.Burst{Name: "big", Size: 2, Cluster: "m-a", Resources: &fluxv1alpha2.BurstResources{Cores: 64, GPUs: 8}},
 			fluxv1alpha2.Burst{Name: "like-root", Size: 1, MaxSize: 2},
 			fluxv1alpha2.Burst{Name: "small", Size: 1, Cluster: "m-b", Resources: &fluxv1alpha2.BurstResources{Cores: 1}},
-		), "1500m", "1")
+		).Obj(),
+			"1500m", "1")
 	}
 	// The groups every side must give, but for the hosts of rank 0.
 	groups := func(rank0 string) []ResourceGroup {
@@ -75,11 +77,9 @@ func TestResourceGroups(t *testing.T) {
 			{Hosts: []string{"small-0"}, Start: 7, End: 8, Hardware: Hardware{Cores: 1}, Property: "small"},
 		}
 	}
-	// A child runs the root's containers.
+	// A child runs the root's containers (v1alpha2test.Child copies the root's spec).
 	child := func(root *fluxv1alpha2.MiniCluster, burst string) *fluxv1alpha2.MiniCluster {
-		mc := childOf(root, burst, "127.0.2.10", 30093)
-		mc.Spec.Containers = root.Spec.Containers
-		return mc
+		return v1alpha2test.Child(root, burst, "127.0.2.10", 30093)
 	}
 	tests := []struct {
 		name         string
@@ -90,23 +90,26 @@ func TestResourceGroups(t *testing.T) {
 		{name: "root with explicit and inherited bursts", mc: explicit(), want: groups("root-0")},
 		{name: "a child names rank 0 by the lead address", mc: child(explicit(), "big"), want: groups("127.0.2.10")},
 		{name: "a reserved burst's child too", mc: child(explicit(), "like-root"), want: groups("127.0.2.10")},
-		{name: "no bursts: nothing to describe, nothing said", mc: withCPU(miniCluster("root", 2, 0), "4", "")},
-		{name: "no bursts and no cpu", mc: miniCluster("root", 2, 0)},
-		{name: "the root's cores unknown", mc: miniCluster("root", 2, 0, fluxv1alpha2.Burst{Name: "big", Size: 2, Resources: &fluxv1alpha2.BurstResources{Cores: 64}}),
+		{name: "no bursts: nothing to describe, nothing said", mc: withCPU(v1alpha2test.MiniCluster("root").Namespace("hpc").Size(2).Obj(), "4", "")},
+		{name: "no bursts and no cpu", mc: v1alpha2test.MiniCluster("root").Namespace("hpc").Size(2).Obj()},
+		{name: "the root's cores unknown", mc: v1alpha2test.MiniCluster("root").Namespace("hpc").Size(2).Bursts(fluxv1alpha2.Burst{Name: "big", Size: 2, Resources: &fluxv1alpha2.BurstResources{Cores: 64}}).Obj(),
 			wantFallback: "the cores of the root MiniCluster root are unknown"},
-		{name: "nothing known, on a child", mc: child(miniCluster("root", 2, 0, fluxv1alpha2.Burst{Name: "b", Size: 2}), "b"),
+		{name: "nothing known, on a child", mc: child(v1alpha2test.MiniCluster("root").Namespace("hpc").Size(2).Bursts(fluxv1alpha2.Burst{Name: "b", Size: 2}).Obj(), "b"),
 			wantFallback: "the cores of the root MiniCluster root are unknown"},
-		{name: "only the root's cores known, on a child", mc: child(withCPU(miniCluster("root", 2, 0,
+		{name: "only the root's cores known, on a child", mc: child(withCPU(v1alpha2test.MiniCluster("root").Namespace("hpc").Size(2).Bursts(
 			fluxv1alpha2.Burst{Name: "b", Size: 2, Resources: &fluxv1alpha2.BurstResources{Cores: 2}},
 			fluxv1alpha2.Burst{Name: "c", Size: 2},
-		), "2", ""), "b"), want: []ResourceGroup{
+		).Obj(),
+			"2", ""), "b"), want: []ResourceGroup{
 			{Hosts: []string{"127.0.2.10", "root-1"}, Start: 0, End: 2, Hardware: Hardware{Cores: 2}, Property: "root"},
 			{Hosts: []string{"b-0", "b-1"}, Start: 2, End: 4, Hardware: Hardware{Cores: 2}, Property: "b"},
 			{Hosts: []string{"c-0", "c-1"}, Start: 4, End: 6, Hardware: Hardware{Cores: 2}, Property: "c"},
 		}},
-		{name: "a custom hostlist", mc: with(withCPU(miniCluster("root", 2, 0), "4", ""), func(mc *fluxv1alpha2.MiniCluster) {
+		{name: "a custom hostlist", mc: v1alpha2test.Edit(withCPU(v1alpha2test.MiniCluster("root").Namespace("hpc").Size(2).Obj(), "4", ""), func(mc *fluxv1alpha2.MiniCluster) {
 			mc.Spec.Flux.Bursting.Hostlist = "root-[0-1],other-[0-2]"
-		}), wantFallback: "the hardware of the 3 hosts that spec.flux.bursting.hostlist lists outside this MiniCluster is unknown"},
+		}),
+
+			wantFallback: "the hardware of the 3 hosts that spec.flux.bursting.hostlist lists outside this MiniCluster is unknown"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,45 +9,19 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/stretchr/testify/require"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/api/v1alpha2/v1alpha2test"
 )
 
-// miniCluster builds a root MiniCluster in namespace hpc.
-func miniCluster(name string, size, maxSize int32, bursts ...fluxv1alpha2.Burst) *fluxv1alpha2.MiniCluster {
-	return v1alpha2test.MiniCluster(name).Namespace("hpc").Size(size).MaxSize(maxSize).Bursts(bursts...).Obj()
-}
-
-// childOf builds the burst child the hub would push for the root's entry named burst.
-func childOf(root *fluxv1alpha2.MiniCluster, burst, address string, port int32) *fluxv1alpha2.MiniCluster {
-	mc := &fluxv1alpha2.MiniCluster{ObjectMeta: metav1.ObjectMeta{Name: burst, Namespace: "hpc"}}
-	for _, c := range root.Spec.Flux.Bursting.Clusters {
-		if c.Name == burst {
-			mc.Spec.Size = c.Size
-		}
-		c.Cluster = "" // a child does not burst further
-		mc.Spec.Flux.Bursting.Clusters = append(mc.Spec.Flux.Bursting.Clusters, c)
-	}
-	mc.Spec.Flux.Bursting.LeadBroker = &fluxv1alpha2.LeadBroker{Address: address, Name: root.Name, Size: root.MaxSize(), Port: port}
-	mc.Spec.Flux.Topology = root.Spec.Flux.Topology
-	return mc
-}
-
-func with(mc *fluxv1alpha2.MiniCluster, edit func(*fluxv1alpha2.MiniCluster)) *fluxv1alpha2.MiniCluster {
-	edit(mc)
-	return mc
-}
-
 // threeBursts is a root of 2 pods (room for 3) with bursts of 4 (member-a), 1 (reserved) and 3
 // (member-b) brokers.
 func threeBursts() *fluxv1alpha2.MiniCluster {
-	return miniCluster("flux-sample", 2, 3,
+	return v1alpha2test.MiniCluster("flux-sample").Namespace("hpc").Size(2).MaxSize(3).Bursts(
 		fluxv1alpha2.Burst{Name: "burst-0", Size: 4, Cluster: "member-a"},
 		fluxv1alpha2.Burst{Name: "burst-1", Size: 1},
 		fluxv1alpha2.Burst{Name: "burst-2", Size: 3, Cluster: "member-b"},
-	)
+	).Obj()
 }
 
 var ignoreUnexported = cmpopts.IgnoreUnexported(Layout{})
@@ -60,7 +34,7 @@ func TestNewLayout(t *testing.T) {
 	}{
 		{
 			name: "root of size 1",
-			mc:   miniCluster("a", 1, 0),
+			mc:   v1alpha2test.MiniCluster("a").Namespace("hpc").Size(1).Obj(),
 			want: &Layout{
 				Hosts: []string{"a-0"}, Hostlist: "a-0", GlobalHostlist: "a-0",
 				LocalStart: 0, LocalEnd: 1, Parents: map[int]int{}, Quorum: 1,
@@ -69,7 +43,7 @@ func TestNewLayout(t *testing.T) {
 		},
 		{
 			name: "root of size 4",
-			mc:   miniCluster("flux-sample", 4, 0),
+			mc:   v1alpha2test.MiniCluster("flux-sample").Namespace("hpc").Size(4).Obj(),
 			want: &Layout{
 				Hosts:    []string{"flux-sample-0", "flux-sample-1", "flux-sample-2", "flux-sample-3"},
 				Hostlist: "flux-sample-[0-3]", GlobalHostlist: "flux-sample-[0-3]",
@@ -79,7 +53,7 @@ func TestNewLayout(t *testing.T) {
 		},
 		{
 			name: "maxSize larger than size reserves hosts but does not wait for them",
-			mc:   miniCluster("a", 2, 4),
+			mc:   v1alpha2test.MiniCluster("a").Namespace("hpc").Size(2).MaxSize(4).Obj(),
 			want: &Layout{
 				Hosts: []string{"a-0", "a-1", "a-2", "a-3"}, Hostlist: "a-[0-3]", GlobalHostlist: "a-[0-3]",
 				LocalStart: 0, LocalEnd: 4, Parents: map[int]int{}, Quorum: 2,
@@ -88,7 +62,7 @@ func TestNewLayout(t *testing.T) {
 		},
 		{
 			name: "minSize sets the quorum",
-			mc:   with(miniCluster("a", 4, 0), func(mc *fluxv1alpha2.MiniCluster) { mc.Spec.MinSize = 3 }),
+			mc:   v1alpha2test.Edit(v1alpha2test.MiniCluster("a").Namespace("hpc").Size(4).Obj(), func(mc *fluxv1alpha2.MiniCluster) { mc.Spec.MinSize = 3 }),
 			want: &Layout{
 				Hosts: []string{"a-0", "a-1", "a-2", "a-3"}, Hostlist: "a-[0-3]", GlobalHostlist: "a-[0-3]",
 				LocalStart: 0, LocalEnd: 4, Parents: map[int]int{}, Quorum: 3,
@@ -120,7 +94,7 @@ func TestNewLayout(t *testing.T) {
 		},
 		{
 			name: "child of a burst",
-			mc:   childOf(threeBursts(), "burst-2", "127.0.2.10", 31234),
+			mc:   v1alpha2test.Child(threeBursts(), "burst-2", "127.0.2.10", 31234),
 			want: &Layout{
 				Hosts: []string{
 					"127.0.2.10", "flux-sample-1", "flux-sample-2",
@@ -143,7 +117,7 @@ func TestNewLayout(t *testing.T) {
 		},
 		{
 			name: "child with the default port and a DNS address, root of size 1",
-			mc:   childOf(miniCluster("root", 1, 0, fluxv1alpha2.Burst{Name: "b", Size: 2, Cluster: "m"}), "b", "lead.example.org", 0),
+			mc:   v1alpha2test.Child(v1alpha2test.MiniCluster("root").Namespace("hpc").Size(1).Bursts(fluxv1alpha2.Burst{Name: "b", Size: 2, Cluster: "m"}).Obj(), "b", "lead.example.org", 0),
 			want: &Layout{
 				Hosts:    []string{"lead.example.org", "b-0", "b-1"},
 				Hostlist: "lead.example.org,b-[0-1]", GlobalHostlist: "root-0,b-[0-1]",
@@ -154,9 +128,10 @@ func TestNewLayout(t *testing.T) {
 		},
 		{
 			name: "custom hostlist on a root",
-			mc: with(miniCluster("a", 2, 0), func(mc *fluxv1alpha2.MiniCluster) {
+			mc: v1alpha2test.Edit(v1alpha2test.MiniCluster("a").Namespace("hpc").Size(2).Obj(), func(mc *fluxv1alpha2.MiniCluster) {
 				mc.Spec.Flux.Bursting.Hostlist = "a-[0-1],compute-a-[001-002]"
 			}),
+
 			want: &Layout{
 				Hosts:    []string{"a-0", "a-1", "compute-a-001", "compute-a-002"},
 				Hostlist: "a-[0-1],compute-a-[001-002]", GlobalHostlist: "a-[0-1],compute-a-[001-002]",
@@ -166,10 +141,11 @@ func TestNewLayout(t *testing.T) {
 		},
 		{
 			name: "custom hostlist on a child",
-			mc: with(miniCluster("c", 2, 0), func(mc *fluxv1alpha2.MiniCluster) {
+			mc: v1alpha2test.Edit(v1alpha2test.MiniCluster("c").Namespace("hpc").Size(2).Obj(), func(mc *fluxv1alpha2.MiniCluster) {
 				mc.Spec.Flux.Bursting.LeadBroker = &fluxv1alpha2.LeadBroker{Address: "10.0.0.1", Name: "a", Size: 2, Port: 30000}
 				mc.Spec.Flux.Bursting.Hostlist = "10.0.0.1,a-1,c-[0-1]"
 			}),
+
 			want: &Layout{
 				Hosts:    []string{"10.0.0.1", "a-1", "c-0", "c-1"},
 				Hostlist: "10.0.0.1,a-1,c-[0-1]", GlobalHostlist: "a-[0-1],c-[0-1]",
@@ -180,9 +156,10 @@ func TestNewLayout(t *testing.T) {
 		},
 		{
 			name: "custom topology is fluxfed's tree",
-			mc: with(threeBursts(), func(mc *fluxv1alpha2.MiniCluster) {
+			mc: v1alpha2test.Edit(threeBursts(), func(mc *fluxv1alpha2.MiniCluster) {
 				mc.Spec.Flux.Topology = "custom"
 			}),
+
 			want: func() *Layout {
 				l, err := NewLayout(threeBursts())
 				if err != nil {
@@ -193,9 +170,10 @@ func TestNewLayout(t *testing.T) {
 		},
 		{
 			name: "user topology kary:2 without bursts",
-			mc: with(miniCluster("a", 7, 0), func(mc *fluxv1alpha2.MiniCluster) {
+			mc: v1alpha2test.Edit(v1alpha2test.MiniCluster("a").Namespace("hpc").Size(7).Obj(), func(mc *fluxv1alpha2.MiniCluster) {
 				mc.Spec.Flux.Topology = "kary:2"
 			}),
+
 			want: &Layout{
 				Hosts:    []string{"a-0", "a-1", "a-2", "a-3", "a-4", "a-5", "a-6"},
 				Hostlist: "a-[0-6]", GlobalHostlist: "a-[0-6]",
@@ -227,18 +205,19 @@ func TestFederationAgrees(t *testing.T) {
 		root *fluxv1alpha2.MiniCluster
 	}{
 		{name: "three bursts", root: threeBursts()},
-		{name: "maxSize larger than size, bursts of 1", root: miniCluster("r", 1, 5,
-			fluxv1alpha2.Burst{Name: "x", Size: 1, Cluster: "m"}, fluxv1alpha2.Burst{Name: "y", Size: 1})},
-		{name: "flat user topology", root: with(threeBursts(), func(mc *fluxv1alpha2.MiniCluster) { mc.Spec.Flux.Topology = "kary:0" })},
-		{name: "binomial user topology within clusters", root: with(
-			miniCluster("r", 2, 0, fluxv1alpha2.Burst{Name: "x", Size: 2, Cluster: "m"}),
+		{name: "maxSize larger than size, bursts of 1", root: v1alpha2test.MiniCluster("r").Namespace("hpc").Size(1).MaxSize(5).Bursts(
+			fluxv1alpha2.Burst{Name: "x", Size: 1, Cluster: "m"}, fluxv1alpha2.Burst{Name: "y", Size: 1},
+		).Obj()},
+		{name: "flat user topology", root: v1alpha2test.Edit(threeBursts(), func(mc *fluxv1alpha2.MiniCluster) { mc.Spec.Flux.Topology = "kary:0" })},
+		{name: "binomial user topology within clusters", root: v1alpha2test.Edit(
+			v1alpha2test.MiniCluster("r").Namespace("hpc").Size(2).Bursts(fluxv1alpha2.Burst{Name: "x", Size: 2, Cluster: "m"}).Obj(),
 			func(mc *fluxv1alpha2.MiniCluster) { mc.Spec.Flux.Topology = "binomial" })},
 		{name: "many bursts", root: func() *fluxv1alpha2.MiniCluster {
 			var bursts []fluxv1alpha2.Burst
 			for i := range 10 {
 				bursts = append(bursts, fluxv1alpha2.Burst{Name: fmt.Sprintf("b%d", i), Size: int32(i%4 + 1), Cluster: "m"})
 			}
-			return miniCluster("r", 3, 8, bursts...)
+			return v1alpha2test.MiniCluster("r").Namespace("hpc").Size(3).MaxSize(8).Bursts(bursts...).Obj()
 		}()},
 	}
 	for _, tt := range roots {
@@ -248,7 +227,7 @@ func TestFederationAgrees(t *testing.T) {
 			require.Equal(t, root.Hostlist, root.GlobalHostlist)
 			for _, burst := range tt.root.Spec.Flux.Bursting.Clusters {
 				t.Run(burst.Name, func(t *testing.T) {
-					child, err := NewLayout(childOf(tt.root, burst.Name, "203.0.113.7", 30001))
+					child, err := NewLayout(v1alpha2test.Child(tt.root, burst.Name, "203.0.113.7", 30001))
 					require.NoError(t, err)
 					require.Equal(t, root.GlobalHostlist, child.GlobalHostlist)
 					require.Len(t, child.Hosts, len(root.Hosts))
@@ -305,8 +284,9 @@ func TestParent(t *testing.T) {
 
 func TestNewLayoutTopology(t *testing.T) {
 	rootAndBurst := func(topo string) *fluxv1alpha2.MiniCluster {
-		return with(miniCluster("r", 2, 0, fluxv1alpha2.Burst{Name: "x", Size: 4, Cluster: "m"}),
+		return v1alpha2test.Edit(v1alpha2test.MiniCluster("r").Namespace("hpc").Size(2).Bursts(fluxv1alpha2.Burst{Name: "x", Size: 4, Cluster: "m"}).Obj(),
 			func(mc *fluxv1alpha2.MiniCluster) { mc.Spec.Flux.Topology = topo })
+
 	}
 	tests := []struct {
 		name    string
@@ -318,43 +298,65 @@ func TestNewLayoutTopology(t *testing.T) {
 		{name: "kary:5 is flat for 6 brokers", mc: rootAndBurst("kary:5"), parents: []int{-1, 0, 0, 0, 0, 0}},
 		{name: "binomial keeps the burst together", mc: rootAndBurst("binomial"), parents: []int{-1, 0, 0, 2, 0, 4}},
 		{name: "mincrit below its fanout is flat", mc: rootAndBurst("mincrit"), parents: []int{-1, 0, 0, 0, 0, 0}},
-		{name: "mincrit:1 puts everyone under rank 1", mc: with(miniCluster("r", 4, 0), func(mc *fluxv1alpha2.MiniCluster) {
+		{name: "mincrit:1 puts everyone under rank 1", mc: v1alpha2test.Edit(v1alpha2test.MiniCluster("r").Namespace("hpc").Size(4).Obj(), func(mc *fluxv1alpha2.MiniCluster) {
 			mc.Spec.Flux.Topology = "mincrit:1"
-		}), parents: []int{-1, 0, 1, 1}},
-		{name: "kary:2 without bursts", mc: with(miniCluster("r", 5, 0), func(mc *fluxv1alpha2.MiniCluster) {
+		}),
+
+			parents: []int{-1, 0, 1, 1}},
+		{name: "kary:2 without bursts", mc: v1alpha2test.Edit(v1alpha2test.MiniCluster("r").Namespace("hpc").Size(5).Obj(), func(mc *fluxv1alpha2.MiniCluster) {
 			mc.Spec.Flux.Topology = "kary:2"
-		}), parents: []int{-1, 0, 0, 1, 1}},
-		{name: "kary:2 on a custom hostlist of own pods only", mc: with(miniCluster("r", 3, 0), func(mc *fluxv1alpha2.MiniCluster) {
+		}),
+
+			parents: []int{-1, 0, 0, 1, 1}},
+		{name: "kary:2 on a custom hostlist of own pods only", mc: v1alpha2test.Edit(v1alpha2test.MiniCluster("r").Namespace("hpc").Size(3).Obj(), func(mc *fluxv1alpha2.MiniCluster) {
 			mc.Spec.Flux.Topology = "kary:2"
 			mc.Spec.Flux.Bursting.Hostlist = "r-[0-2]"
-		}), parents: []int{-1, 0, 0}},
-		{name: "minimalService with the default tree", mc: with(threeBursts(), func(mc *fluxv1alpha2.MiniCluster) {
+		}),
+
+			parents: []int{-1, 0, 0}},
+		{name: "minimalService with the default tree", mc: v1alpha2test.Edit(threeBursts(), func(mc *fluxv1alpha2.MiniCluster) {
 			mc.Spec.Flux.MinimalService = true
-		}), parents: []int{-1, 0, 0, 0, 3, 3, 3, 0, 0, 8, 8}},
-		{name: "minimalService on a child with the default tree", mc: with(childOf(threeBursts(), "burst-0", "127.0.2.1", 0), func(mc *fluxv1alpha2.MiniCluster) {
+		}),
+
+			parents: []int{-1, 0, 0, 0, 3, 3, 3, 0, 0, 8, 8}},
+		{name: "minimalService on a child with the default tree", mc: v1alpha2test.Edit(v1alpha2test.Child(threeBursts(), "burst-0", "127.0.2.1", 0), func(mc *fluxv1alpha2.MiniCluster) {
 			mc.Spec.Flux.MinimalService = true
-		}), parents: []int{-1, 0, 0, 0, 3, 3, 3, 0, 0, 8, 8}},
+		}),
+
+			parents: []int{-1, 0, 0, 0, 3, 3, 3, 0, 0, 8, 8}},
 
 		{name: "kary:2 puts a burst broker under a root pod", mc: rootAndBurst("kary:2"),
 			wantErr: `spec.flux.topology "kary:2": rank 3 (x-1) would have parent rank 1 (r-1), which runs in the root MiniCluster r while the broker runs in burst x (cluster m)`},
-		{name: "kary:1 on the child side", mc: childOf(rootAndBurst("kary:1"), "x", "127.0.2.1", 0),
+		{name: "kary:1 on the child side", mc: v1alpha2test.Child(rootAndBurst("kary:1"), "x", "127.0.2.1", 0),
 			wantErr: `spec.flux.topology "kary:1": rank 2 (x-0) would have parent rank 1 (r-1), which runs in the root MiniCluster r while the broker runs in burst x;`},
-		{name: "binomial puts a burst broker under a root pod", mc: with(miniCluster("r", 3, 0,
-			fluxv1alpha2.Burst{Name: "x", Size: 2, Cluster: "m"}), func(mc *fluxv1alpha2.MiniCluster) {
-			mc.Spec.Flux.Topology = "binomial"
-		}), wantErr: `rank 3 (x-0) would have parent rank 2 (r-2), which runs in the root MiniCluster r`},
-		{name: "binomial across two bursts, other order", mc: with(miniCluster("r", 1, 0,
-			fluxv1alpha2.Burst{Name: "x", Size: 2, Cluster: "m"}, fluxv1alpha2.Burst{Name: "y", Size: 1}), func(mc *fluxv1alpha2.MiniCluster) {
-			mc.Spec.Flux.Topology = "binomial"
-		}), wantErr: `rank 3 (y-0) would have parent rank 2 (x-1), which runs in burst x (cluster m) while the broker runs in burst y;`},
-		{name: "kary:2 with minimalService", mc: with(miniCluster("r", 4, 0), func(mc *fluxv1alpha2.MiniCluster) {
+		{name: "binomial puts a burst broker under a root pod", mc: v1alpha2test.Edit(v1alpha2test.MiniCluster("r").Namespace("hpc").Size(3).Bursts(
+			fluxv1alpha2.Burst{Name: "x", Size: 2, Cluster: "m"},
+		).Obj(),
+			func(mc *fluxv1alpha2.MiniCluster) {
+				mc.Spec.Flux.Topology = "binomial"
+			}),
+
+			wantErr: `rank 3 (x-0) would have parent rank 2 (r-2), which runs in the root MiniCluster r`},
+		{name: "binomial across two bursts, other order", mc: v1alpha2test.Edit(v1alpha2test.MiniCluster("r").Namespace("hpc").Size(1).Bursts(
+			fluxv1alpha2.Burst{Name: "x", Size: 2, Cluster: "m"}, fluxv1alpha2.Burst{Name: "y", Size: 1},
+		).Obj(),
+			func(mc *fluxv1alpha2.MiniCluster) {
+				mc.Spec.Flux.Topology = "binomial"
+			}),
+
+			wantErr: `rank 3 (y-0) would have parent rank 2 (x-1), which runs in burst x (cluster m) while the broker runs in burst y;`},
+		{name: "kary:2 with minimalService", mc: v1alpha2test.Edit(v1alpha2test.MiniCluster("r").Namespace("hpc").Size(4).Obj(), func(mc *fluxv1alpha2.MiniCluster) {
 			mc.Spec.Flux.Topology = "kary:2"
 			mc.Spec.Flux.MinimalService = true
-		}), wantErr: `rank 3 (r-3) would have parent rank 1 (r-1), which has no DNS name because spec.flux.minimalService is set`},
-		{name: "kary:2 on a custom hostlist with other hosts", mc: with(miniCluster("r", 2, 0), func(mc *fluxv1alpha2.MiniCluster) {
+		}),
+
+			wantErr: `rank 3 (r-3) would have parent rank 1 (r-1), which has no DNS name because spec.flux.minimalService is set`},
+		{name: "kary:2 on a custom hostlist with other hosts", mc: v1alpha2test.Edit(v1alpha2test.MiniCluster("r").Namespace("hpc").Size(2).Obj(), func(mc *fluxv1alpha2.MiniCluster) {
 			mc.Spec.Flux.Topology = "kary:2"
 			mc.Spec.Flux.Bursting.Hostlist = "r-[0-1],other-[0-2]"
-		}), wantErr: `rank 3 (other-1) would have parent rank 1 (r-1), and fluxfed cannot tell whether they run in the same cluster`},
+		}),
+
+			wantErr: `rank 3 (other-1) would have parent rank 1 (r-1), and fluxfed cannot tell whether they run in the same cluster`},
 		{name: "unknown scheme", mc: rootAndBurst("ring"), wantErr: `spec.flux.topology "ring": unknown topology scheme "ring"`},
 		{name: "kary without K", mc: rootAndBurst("kary"), wantErr: `spec.flux.topology "kary": kary needs its fanout K`},
 		{name: "kary with a negative K", mc: rootAndBurst("kary:-1"), wantErr: `kary needs its fanout K`},
@@ -396,97 +398,127 @@ func TestNewLayoutErrors(t *testing.T) {
 		errType any
 	}{
 		{name: "no MiniCluster", mc: nil, want: "no MiniCluster given", errType: &SpecError{}},
-		{name: "no name", mc: miniCluster("", 1, 0), want: "metadata.name: is empty", errType: &SpecError{}},
-		{name: "size 0", mc: miniCluster("a", 0, 0), want: "spec.size: must be at least 1", errType: &SpecError{}},
-		{name: "minSize above size", mc: with(miniCluster("a", 2, 0), func(mc *fluxv1alpha2.MiniCluster) { mc.Spec.MinSize = 3 }),
+		{name: "no name", mc: v1alpha2test.MiniCluster("").Namespace("hpc").Size(1).Obj(), want: "metadata.name: is empty", errType: &SpecError{}},
+		{name: "size 0", mc: v1alpha2test.MiniCluster("a").Namespace("hpc").Size(0).Obj(), want: "spec.size: must be at least 1", errType: &SpecError{}},
+		{name: "minSize above size", mc: v1alpha2test.Edit(v1alpha2test.MiniCluster("a").Namespace("hpc").Size(2).Obj(), func(mc *fluxv1alpha2.MiniCluster) { mc.Spec.MinSize = 3 }),
 			want: "spec.minSize: 3 is larger than spec.size 2", errType: &SpecError{}},
-		{name: "name fits size", mc: miniCluster(long(61), 10, 0), errType: nil},
-		{name: "name too long for maxSize", mc: miniCluster(long(61), 10, 11),
+		{name: "name fits size", mc: v1alpha2test.MiniCluster(long(61)).Namespace("hpc").Size(10).Obj(), errType: nil},
+		{name: "name too long for maxSize", mc: v1alpha2test.MiniCluster(long(61)).Namespace("hpc").Size(10).MaxSize(11).Obj(),
 			want: `metadata.name: host "` + long(61) + `-10" has a label longer than 63 characters`, errType: &HostError{}},
-		{name: "name with an underscore", mc: miniCluster("a_b", 1, 0),
+		{name: "name with an underscore", mc: v1alpha2test.MiniCluster("a_b").Namespace("hpc").Size(1).Obj(),
 			want: `metadata.name: host "a_b-0" contains '_', which Flux does not accept`, errType: &HostError{}},
-		{name: "burst name too long for its size", mc: miniCluster("a", 1, 0, fluxv1alpha2.Burst{Name: long(62), Size: 10}),
+		{name: "burst name too long for its size", mc: v1alpha2test.MiniCluster("a").Namespace("hpc").Size(1).Bursts(fluxv1alpha2.Burst{Name: long(62), Size: 10}).Obj(),
 			want: `spec.flux.bursting.clusters[0].name: host "` + long(62) + `-9" has a label longer than 63 characters`, errType: &HostError{}},
-		{name: "burst size 0 without maxSize", mc: miniCluster("a", 1, 0, fluxv1alpha2.Burst{Name: "b", Size: 0}),
+		{name: "burst size 0 without maxSize", mc: v1alpha2test.MiniCluster("a").Namespace("hpc").Size(1).Bursts(fluxv1alpha2.Burst{Name: "b", Size: 0}).Obj(),
 			want: "spec.flux.bursting.clusters[0].size: 0 reserves no rank", errType: &SpecError{}},
-		{name: "burst size negative", mc: miniCluster("a", 1, 0, fluxv1alpha2.Burst{Name: "b", Size: -1, MaxSize: 2}),
+		{name: "burst size negative", mc: v1alpha2test.MiniCluster("a").Namespace("hpc").Size(1).Bursts(fluxv1alpha2.Burst{Name: "b", Size: -1, MaxSize: 2}).Obj(),
 			want: "spec.flux.bursting.clusters[0].size: must be at least 0", errType: &SpecError{}},
-		{name: "burst size above maxSize", mc: miniCluster("a", 1, 0, fluxv1alpha2.Burst{Name: "b", Size: 3, MaxSize: 2}),
+		{name: "burst size above maxSize", mc: v1alpha2test.MiniCluster("a").Namespace("hpc").Size(1).Bursts(fluxv1alpha2.Burst{Name: "b", Size: 3, MaxSize: 2}).Obj(),
 			want: "spec.flux.bursting.clusters[0].size: 3 exceeds maxSize 2", errType: &SpecError{}},
-		{name: "burst maxSize negative", mc: miniCluster("a", 1, 0, fluxv1alpha2.Burst{Name: "b", Size: 1, MaxSize: -1}),
+		{name: "burst maxSize negative", mc: v1alpha2test.MiniCluster("a").Namespace("hpc").Size(1).Bursts(fluxv1alpha2.Burst{Name: "b", Size: 1, MaxSize: -1}).Obj(),
 			want: "spec.flux.bursting.clusters[0].maxSize: must be at least 1", errType: &SpecError{}},
-		{name: "burst name too long for its maxSize", mc: miniCluster("a", 1, 0, fluxv1alpha2.Burst{Name: long(61), Size: 1, MaxSize: 100}),
+		{name: "burst name too long for its maxSize", mc: v1alpha2test.MiniCluster("a").Namespace("hpc").Size(1).Bursts(fluxv1alpha2.Burst{Name: long(61), Size: 1, MaxSize: 100}).Obj(),
 			want: "spec.flux.bursting.clusters[0].name", errType: &HostError{}},
-		{name: "duplicate burst", mc: miniCluster("a", 1, 0, fluxv1alpha2.Burst{Name: "b", Size: 1}, fluxv1alpha2.Burst{Name: "b", Size: 2}),
+		{name: "duplicate burst", mc: v1alpha2test.MiniCluster("a").Namespace("hpc").Size(1).Bursts(fluxv1alpha2.Burst{Name: "b", Size: 1}, fluxv1alpha2.Burst{Name: "b", Size: 2}).Obj(),
 			want: `spec.flux.bursting.clusters[1].name: "b" is also the name of clusters[0]`, errType: &SpecError{}},
-		{name: "burst named like the root", mc: miniCluster("a", 1, 0, fluxv1alpha2.Burst{Name: "a", Size: 1}),
+		{name: "burst named like the root", mc: v1alpha2test.MiniCluster("a").Namespace("hpc").Size(1).Bursts(fluxv1alpha2.Burst{Name: "a", Size: 1}).Obj(),
 			want: `spec.flux.bursting.clusters[0].name: "a" is the root MiniCluster's name`, errType: &SpecError{}},
-		{name: "burst without a name", mc: miniCluster("a", 1, 0, fluxv1alpha2.Burst{Size: 1}),
+		{name: "burst without a name", mc: v1alpha2test.MiniCluster("a").Namespace("hpc").Size(1).Bursts(fluxv1alpha2.Burst{Size: 1}).Obj(),
 			want: `spec.flux.bursting.clusters[0].name: is empty`, errType: &SpecError{}},
-		{name: "too many hosts", mc: miniCluster("a", 1, MaxHosts+1),
+		{name: "too many hosts", mc: v1alpha2test.MiniCluster("a").Namespace("hpc").Size(1).MaxSize(MaxHosts + 1).Obj(),
 			want: "more than the 65536 fluxfed supports", errType: &SpecError{}},
-		{name: "too many hosts with bursts", mc: miniCluster("a", 1, 0, fluxv1alpha2.Burst{Name: "b", Size: MaxHosts}),
+		{name: "too many hosts with bursts", mc: v1alpha2test.MiniCluster("a").Namespace("hpc").Size(1).Bursts(fluxv1alpha2.Burst{Name: "b", Size: MaxHosts}).Obj(),
 			want: "the instance would have 65537 hosts", errType: &SpecError{}},
-		{name: "child not named after an entry", mc: with(childOf(threeBursts(), "burst-0", "127.0.2.1", 0), func(mc *fluxv1alpha2.MiniCluster) {
+		{name: "child not named after an entry", mc: v1alpha2test.Edit(v1alpha2test.Child(threeBursts(), "burst-0", "127.0.2.1", 0), func(mc *fluxv1alpha2.MiniCluster) {
 			mc.Name = "burst-9"
-		}), want: `spec.flux.bursting.clusters: no entry is named "burst-9"`, errType: &SpecError{}},
-		{name: "child larger than its entry", mc: with(childOf(threeBursts(), "burst-0", "127.0.2.1", 0), func(mc *fluxv1alpha2.MiniCluster) {
+		}),
+
+			want: `spec.flux.bursting.clusters: no entry is named "burst-9"`, errType: &SpecError{}},
+		{name: "child larger than its entry", mc: v1alpha2test.Edit(v1alpha2test.Child(threeBursts(), "burst-0", "127.0.2.1", 0), func(mc *fluxv1alpha2.MiniCluster) {
 			mc.Spec.MaxSize = 5
-		}), want: `spec.maxSize: 5 pods do not fit the 4 ranks of the spec.flux.bursting.clusters entry "burst-0"`, errType: &SpecError{}},
-		{name: "child smaller than its entry", mc: with(childOf(threeBursts(), "burst-0", "127.0.2.1", 0), func(mc *fluxv1alpha2.MiniCluster) {
+		}),
+
+			want: `spec.maxSize: 5 pods do not fit the 4 ranks of the spec.flux.bursting.clusters entry "burst-0"`, errType: &SpecError{}},
+		{name: "child smaller than its entry", mc: v1alpha2test.Edit(v1alpha2test.Child(threeBursts(), "burst-0", "127.0.2.1", 0), func(mc *fluxv1alpha2.MiniCluster) {
 			mc.Spec.Size = 2
-		}), errType: nil},
-		{name: "lead address with an underscore", mc: childOf(threeBursts(), "burst-0", "lead_broker", 0),
+		}),
+
+			errType: nil},
+		{name: "lead address with an underscore", mc: v1alpha2test.Child(threeBursts(), "burst-0", "lead_broker", 0),
 			want: `spec.flux.bursting.leadBroker.address: host "lead_broker" contains '_'`, errType: &HostError{}},
-		{name: "IPv6 lead address", mc: childOf(threeBursts(), "burst-0", "fd00::1", 0),
+		{name: "IPv6 lead address", mc: v1alpha2test.Child(threeBursts(), "burst-0", "fd00::1", 0),
 			want: `spec.flux.bursting.leadBroker.address: host "fd00::1" contains ':'`, errType: &HostError{}},
-		{name: "lead address with an empty label", mc: childOf(threeBursts(), "burst-0", "lead..example", 0),
+		{name: "lead address with an empty label", mc: v1alpha2test.Child(threeBursts(), "burst-0", "lead..example", 0),
 			want: `host "lead..example" has an empty label`, errType: &HostError{}},
-		{name: "lead address too long", mc: childOf(threeBursts(), "burst-0", strings.Repeat("abcdefgh.", 29)+"x", 0),
+		{name: "lead address too long", mc: v1alpha2test.Child(threeBursts(), "burst-0", strings.Repeat("abcdefgh.", 29)+"x", 0),
 			want: `is longer than 253 characters`, errType: &HostError{}},
-		{name: "lead address starting with a dash", mc: childOf(threeBursts(), "burst-0", "-lead", 0),
+		{name: "lead address starting with a dash", mc: v1alpha2test.Child(threeBursts(), "burst-0", "-lead", 0),
 			want: `has a label that starts or ends with '-': "-lead"`, errType: &HostError{}},
-		{name: "lead address colliding with a burst host", mc: childOf(threeBursts(), "burst-0", "burst-1-0", 0),
+		{name: "lead address colliding with a burst host", mc: v1alpha2test.Child(threeBursts(), "burst-0", "burst-1-0", 0),
 			want: `spec.flux.bursting: host "burst-1-0" appears twice in the hosts (ranks 0 and 7)`, errType: &HostError{}},
-		{name: "lead port out of range", mc: childOf(threeBursts(), "burst-0", "127.0.2.1", 70000),
+		{name: "lead port out of range", mc: v1alpha2test.Child(threeBursts(), "burst-0", "127.0.2.1", 70000),
 			want: "spec.flux.bursting.leadBroker.port: 70000 is not a TCP port", errType: &SpecError{}},
-		{name: "lead size 0", mc: with(childOf(threeBursts(), "burst-0", "127.0.2.1", 0), func(mc *fluxv1alpha2.MiniCluster) {
+		{name: "lead size 0", mc: v1alpha2test.Edit(v1alpha2test.Child(threeBursts(), "burst-0", "127.0.2.1", 0), func(mc *fluxv1alpha2.MiniCluster) {
 			mc.Spec.Flux.Bursting.LeadBroker.Size = 0
-		}), want: "spec.flux.bursting.leadBroker.size: must be at least 1", errType: &SpecError{}},
-		{name: "lead name empty", mc: with(childOf(threeBursts(), "burst-0", "127.0.2.1", 0), func(mc *fluxv1alpha2.MiniCluster) {
+		}),
+
+			want: "spec.flux.bursting.leadBroker.size: must be at least 1", errType: &SpecError{}},
+		{name: "lead name empty", mc: v1alpha2test.Edit(v1alpha2test.Child(threeBursts(), "burst-0", "127.0.2.1", 0), func(mc *fluxv1alpha2.MiniCluster) {
 			mc.Spec.Flux.Bursting.LeadBroker.Name = ""
-		}), want: "spec.flux.bursting.leadBroker.name: is empty", errType: &SpecError{}},
-		{name: "lead name too long for its size", mc: with(childOf(threeBursts(), "burst-0", "127.0.2.1", 0), func(mc *fluxv1alpha2.MiniCluster) {
+		}),
+
+			want: "spec.flux.bursting.leadBroker.name: is empty", errType: &SpecError{}},
+		{name: "lead name too long for its size", mc: v1alpha2test.Edit(v1alpha2test.Child(threeBursts(), "burst-0", "127.0.2.1", 0), func(mc *fluxv1alpha2.MiniCluster) {
 			mc.Spec.Flux.Bursting.LeadBroker.Name = long(62)
-		}), want: `spec.flux.bursting.leadBroker.name: host "` + long(62) + `-2" has a label longer than 63`, errType: &HostError{}},
-		{name: "custom hostlist that does not parse", mc: with(miniCluster("a", 1, 0), func(mc *fluxv1alpha2.MiniCluster) {
+		}),
+
+			want: `spec.flux.bursting.leadBroker.name: host "` + long(62) + `-2" has a label longer than 63`, errType: &HostError{}},
+		{name: "custom hostlist that does not parse", mc: v1alpha2test.Edit(v1alpha2test.MiniCluster("a").Namespace("hpc").Size(1).Obj(), func(mc *fluxv1alpha2.MiniCluster) {
 			mc.Spec.Flux.Bursting.Hostlist = "a-[0-"
-		}), want: "spec.flux.bursting.hostlist: hostlist:", errType: &SpecError{}},
-		{name: "custom hostlist without the own pods", mc: with(miniCluster("a", 2, 0), func(mc *fluxv1alpha2.MiniCluster) {
+		}),
+
+			want: "spec.flux.bursting.hostlist: hostlist:", errType: &SpecError{}},
+		{name: "custom hostlist without the own pods", mc: v1alpha2test.Edit(v1alpha2test.MiniCluster("a").Namespace("hpc").Size(2).Obj(), func(mc *fluxv1alpha2.MiniCluster) {
 			mc.Spec.Flux.Bursting.Hostlist = "b-[0-1]"
-		}), want: "spec.flux.bursting.hostlist: does not list a-0, the first pod of this MiniCluster", errType: &SpecError{}},
-		{name: "custom hostlist with the own pods apart", mc: with(miniCluster("a", 2, 0), func(mc *fluxv1alpha2.MiniCluster) {
+		}),
+
+			want: "spec.flux.bursting.hostlist: does not list a-0, the first pod of this MiniCluster", errType: &SpecError{}},
+		{name: "custom hostlist with the own pods apart", mc: v1alpha2test.Edit(v1alpha2test.MiniCluster("a").Namespace("hpc").Size(2).Obj(), func(mc *fluxv1alpha2.MiniCluster) {
 			mc.Spec.Flux.Bursting.Hostlist = "a-0,b-0,a-1"
-		}), want: "but a-1 is not at rank 1", errType: &SpecError{}},
-		{name: "custom hostlist too short for maxSize", mc: with(miniCluster("a", 2, 3), func(mc *fluxv1alpha2.MiniCluster) {
+		}),
+
+			want: "but a-1 is not at rank 1", errType: &SpecError{}},
+		{name: "custom hostlist too short for maxSize", mc: v1alpha2test.Edit(v1alpha2test.MiniCluster("a").Namespace("hpc").Size(2).MaxSize(3).Obj(), func(mc *fluxv1alpha2.MiniCluster) {
 			mc.Spec.Flux.Bursting.Hostlist = "a-[0-1]"
-		}), want: "but a-2 is not at rank 2", errType: &SpecError{}},
-		{name: "custom hostlist on a root not starting with pod 0", mc: with(miniCluster("a", 1, 0), func(mc *fluxv1alpha2.MiniCluster) {
+		}),
+
+			want: "but a-2 is not at rank 2", errType: &SpecError{}},
+		{name: "custom hostlist on a root not starting with pod 0", mc: v1alpha2test.Edit(v1alpha2test.MiniCluster("a").Namespace("hpc").Size(1).Obj(), func(mc *fluxv1alpha2.MiniCluster) {
 			mc.Spec.Flux.Bursting.Hostlist = "login,a-0"
-		}), want: "must list a-0 first: pod 0 is the lead broker", errType: &SpecError{}},
-		{name: "custom hostlist on a child starting with its pod 0", mc: with(miniCluster("c", 1, 0), func(mc *fluxv1alpha2.MiniCluster) {
+		}),
+
+			want: "must list a-0 first: pod 0 is the lead broker", errType: &SpecError{}},
+		{name: "custom hostlist on a child starting with its pod 0", mc: v1alpha2test.Edit(v1alpha2test.MiniCluster("c").Namespace("hpc").Size(1).Obj(), func(mc *fluxv1alpha2.MiniCluster) {
 			mc.Spec.Flux.Bursting.LeadBroker = &fluxv1alpha2.LeadBroker{Address: "10.0.0.1", Name: "a", Size: 1}
 			mc.Spec.Flux.Bursting.Hostlist = "c-0,a-1"
-		}), want: "lists c-0 first, but rank 0 of a burst child is the lead broker", errType: &SpecError{}},
-		{name: "custom hostlist with a bad host", mc: with(miniCluster("a", 1, 0), func(mc *fluxv1alpha2.MiniCluster) {
+		}),
+
+			want: "lists c-0 first, but rank 0 of a burst child is the lead broker", errType: &SpecError{}},
+		{name: "custom hostlist with a bad host", mc: v1alpha2test.Edit(v1alpha2test.MiniCluster("a").Namespace("hpc").Size(1).Obj(), func(mc *fluxv1alpha2.MiniCluster) {
 			mc.Spec.Flux.Bursting.Hostlist = "a-0,a_b"
-		}), want: `spec.flux.bursting.hostlist: host "a_b" contains '_'`, errType: &HostError{}},
-		{name: "custom hostlist with a duplicate", mc: with(miniCluster("a", 1, 0), func(mc *fluxv1alpha2.MiniCluster) {
+		}),
+
+			want: `spec.flux.bursting.hostlist: host "a_b" contains '_'`, errType: &HostError{}},
+		{name: "custom hostlist with a duplicate", mc: v1alpha2test.Edit(v1alpha2test.MiniCluster("a").Namespace("hpc").Size(1).Obj(), func(mc *fluxv1alpha2.MiniCluster) {
 			mc.Spec.Flux.Bursting.Hostlist = "a-0,b,c,b"
-		}), want: `spec.flux.bursting.hostlist: host "b" appears twice in the hosts (ranks 1 and 3)`, errType: &HostError{}},
-		{name: "custom hostlist too large", mc: with(miniCluster("a", 1, 0), func(mc *fluxv1alpha2.MiniCluster) {
+		}),
+
+			want: `spec.flux.bursting.hostlist: host "b" appears twice in the hosts (ranks 1 and 3)`, errType: &HostError{}},
+		{name: "custom hostlist too large", mc: v1alpha2test.Edit(v1alpha2test.MiniCluster("a").Namespace("hpc").Size(1).Obj(), func(mc *fluxv1alpha2.MiniCluster) {
 			mc.Spec.Flux.Bursting.Hostlist = "a-0,n[0-999999]"
-		}), want: "the instance would have 1000001 hosts", errType: &SpecError{}},
+		}),
+
+			want: "the instance would have 1000001 hosts", errType: &SpecError{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -522,7 +554,7 @@ func FuzzNewLayout(f *testing.F) {
 	f.Add("", "binomial", "r", int32(2), int32(0), "x", int32(2), true)
 	f.Add("10.0.0.1,a-1,c-[0-1]", "mincrit", "c", int32(2), int32(0), "", int32(0), true)
 	f.Fuzz(func(t *testing.T, hosts, topo, name string, size, maxSize int32, burst string, burstSize int32, child bool) {
-		mc := miniCluster(name, size%70, maxSize%70)
+		mc := v1alpha2test.MiniCluster(name).Namespace("hpc").Size(size % 70).MaxSize(maxSize % 70).Obj()
 		mc.Spec.Flux.Bursting.Hostlist = hosts
 		mc.Spec.Flux.Topology = topo
 		if burst != "" {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/api/v1alpha2/v1alpha2test"
 )
 
 var testLead = Endpoint{Address: "127.0.2.10", Port: 30093}
@@ -24,12 +25,13 @@ const testHub = "hub-a"
 // fourBursts is a root of 2 pods with room for 3, and bursts of 4 (member-a), 1 (reserved),
 // 3 (member-b, own namespace) and 2 (member-a again, a name starting with a digit).
 func fourBursts() *fluxv1alpha2.MiniCluster {
-	mc := miniCluster("flux-sample", 2, 3,
+	mc := v1alpha2test.MiniCluster("flux-sample").Namespace("hpc").Size(2).MaxSize(3).Bursts(
 		fluxv1alpha2.Burst{Name: "burst-0", Size: 4, Cluster: "member-a"},
 		fluxv1alpha2.Burst{Name: "burst-1", Size: 1},
 		fluxv1alpha2.Burst{Name: "burst-2", Size: 3, Cluster: "member-b", Namespace: "hpc-burst"},
 		fluxv1alpha2.Burst{Name: "3rd", Size: 2, Cluster: "member-a"},
-	)
+	).Obj()
+
 	mc.UID = "0b7c3a52-6f5e-4d6c-9a51-7f3c1e2d9a10"
 	return mc
 }
@@ -49,13 +51,13 @@ func TestNewPlan(t *testing.T) {
 	}{
 		{
 			name:     "no bursts",
-			root:     miniCluster("solo", 3, 0),
+			root:     v1alpha2test.MiniCluster("solo").Namespace("hpc").Size(3).Obj(),
 			hostlist: "solo-[0-2]",
 			parents:  []int{-1, 0, 0},
 		},
 		{
 			name:     "reserved bursts only",
-			root:     miniCluster("r", 1, 2, fluxv1alpha2.Burst{Name: "x", Size: 2}),
+			root:     v1alpha2test.MiniCluster("r").Namespace("hpc").Size(1).MaxSize(2).Bursts(fluxv1alpha2.Burst{Name: "x", Size: 2}).Obj(),
 			hostlist: "r-[0-1],x-[0-1]",
 			parents:  []int{-1, 0, 0, 2},
 		},
@@ -72,9 +74,10 @@ func TestNewPlan(t *testing.T) {
 		},
 		{
 			name: "two bursts in one cluster and namespace",
-			root: miniCluster("r", 1, 0,
+			root: v1alpha2test.MiniCluster("r").Namespace("hpc").Size(1).Bursts(
 				fluxv1alpha2.Burst{Name: "x", Size: 1, Cluster: "m"},
-				fluxv1alpha2.Burst{Name: "y", Size: 2, Cluster: "m"}),
+				fluxv1alpha2.Burst{Name: "y", Size: 2, Cluster: "m"},
+			).Obj(),
 			hostlist: "r-0,x-0,y-[0-1]",
 			parents:  []int{-1, 0, 0, 2},
 			children: []child{
@@ -84,9 +87,10 @@ func TestNewPlan(t *testing.T) {
 		},
 		{
 			name: "bursts reserving more ranks than they run, one running none",
-			root: miniCluster("r", 1, 0,
+			root: v1alpha2test.MiniCluster("r").Namespace("hpc").Size(1).Bursts(
 				fluxv1alpha2.Burst{Name: "x", Size: 1, MaxSize: 3, Cluster: "m"},
-				fluxv1alpha2.Burst{Name: "y", Size: 0, MaxSize: 2, Cluster: "n"}),
+				fluxv1alpha2.Burst{Name: "y", Size: 0, MaxSize: 2, Cluster: "n"},
+			).Obj(),
 			hostlist: "r-0,x-[0-2],y-[0-1]",
 			parents:  []int{-1, 0, 1, 1, 0, 4},
 			children: []child{
@@ -96,16 +100,18 @@ func TestNewPlan(t *testing.T) {
 		},
 		{
 			name: "a flat user topology",
-			root: with(miniCluster("r", 2, 0, fluxv1alpha2.Burst{Name: "x", Size: 3, Cluster: "m"}),
+			root: v1alpha2test.Edit(v1alpha2test.MiniCluster("r").Namespace("hpc").Size(2).Bursts(fluxv1alpha2.Burst{Name: "x", Size: 3, Cluster: "m"}).Obj(),
 				func(mc *fluxv1alpha2.MiniCluster) { mc.Spec.Flux.Topology = "kary:0" }),
+
 			hostlist: "r-[0-1],x-[0-2]",
 			parents:  []int{-1, 0, 0, 0, 0},
 			children: []child{{burst: "x", cluster: "m", namespace: "hpc", headless: "x", size: 3, start: 2, end: 5}},
 		},
 		{
 			name: "a binomial topology that keeps the burst together",
-			root: with(miniCluster("r", 2, 0, fluxv1alpha2.Burst{Name: "x", Size: 4, Cluster: "m"}),
+			root: v1alpha2test.Edit(v1alpha2test.MiniCluster("r").Namespace("hpc").Size(2).Bursts(fluxv1alpha2.Burst{Name: "x", Size: 4, Cluster: "m"}).Obj(),
 				func(mc *fluxv1alpha2.MiniCluster) { mc.Spec.Flux.Topology = "binomial" }),
+
 			hostlist: "r-[0-1],x-[0-3]",
 			parents:  []int{-1, 0, 0, 2, 0, 4},
 			children: []child{{burst: "x", cluster: "m", namespace: "hpc", headless: "x", size: 4, start: 2, end: 6}},
@@ -158,9 +164,10 @@ func TestNewPlan(t *testing.T) {
 // hosts, not another child, not a single broker's configuration.
 func TestResizingABurstChangesOnlyItsChildsSize(t *testing.T) {
 	root := func(sizeX, sizeY int32) *fluxv1alpha2.MiniCluster {
-		return miniCluster("r", 2, 4,
+		return v1alpha2test.MiniCluster("r").Namespace("hpc").Size(2).MaxSize(4).Bursts(
 			fluxv1alpha2.Burst{Name: "x", Size: sizeX, MaxSize: 4, Cluster: "m"},
-			fluxv1alpha2.Burst{Name: "y", Size: sizeY, MaxSize: 3, Cluster: "n"})
+			fluxv1alpha2.Burst{Name: "y", Size: sizeY, MaxSize: 3, Cluster: "n"},
+		).Obj()
 	}
 	base, err := NewPlan(root(0, 3), testLead, testHub)
 	require.NoError(t, err)
@@ -181,7 +188,7 @@ func TestResizingABurstChangesOnlyItsChildsSize(t *testing.T) {
 }
 
 func TestChildWithSize(t *testing.T) {
-	p, err := NewPlan(miniCluster("r", 1, 0, fluxv1alpha2.Burst{Name: "x", Size: 0, MaxSize: 3, Cluster: "m"}), testLead, testHub)
+	p, err := NewPlan(v1alpha2test.MiniCluster("r").Namespace("hpc").Size(1).Bursts(fluxv1alpha2.Burst{Name: "x", Size: 0, MaxSize: 3, Cluster: "m"}).Obj(), testLead, testHub)
 	require.NoError(t, err)
 	c := p.Children[0]
 	require.Equal(t, int32(0), c.Size)
@@ -205,10 +212,11 @@ func TestChildWithSize(t *testing.T) {
 
 // richRoot sets (nearly) every field of a root MiniCluster, to show which of them a child keeps.
 func richRoot() *fluxv1alpha2.MiniCluster {
-	mc := miniCluster("lammps", 2, 4,
+	mc := v1alpha2test.MiniCluster("lammps").Namespace("hpc").Size(2).MaxSize(4).Bursts(
 		fluxv1alpha2.Burst{Name: "gpu", Size: 3, Cluster: "member-a", Namespace: "hpc-gpu", Resources: &fluxv1alpha2.BurstResources{Cores: 8, GPUs: 2}},
 		fluxv1alpha2.Burst{Name: "spare", Size: 2},
-	)
+	).Obj()
+
 	mc.UID = "5f1e7c1a-0000-4000-8000-000000000001"
 	mc.Labels = map[string]string{"team": "a"}
 	mc.Annotations = map[string]string{"note": "root only"}
@@ -431,7 +439,7 @@ func TestChildSpecCoversEveryField(t *testing.T) {
 func TestNewPlanErrors(t *testing.T) {
 	long := func(n int) string { return strings.Repeat("a", n) }
 	pushed := func(edit func(*fluxv1alpha2.MiniCluster)) *fluxv1alpha2.MiniCluster {
-		return with(miniCluster("r", 2, 0, fluxv1alpha2.Burst{Name: "x", Size: 2, Cluster: "m"}, fluxv1alpha2.Burst{Name: "y", Size: 1}), edit)
+		return v1alpha2test.Edit(v1alpha2test.MiniCluster("r").Namespace("hpc").Size(2).Bursts(fluxv1alpha2.Burst{Name: "x", Size: 2, Cluster: "m"}, fluxv1alpha2.Burst{Name: "y", Size: 1}).Obj(), edit)
 	}
 	none := func(*fluxv1alpha2.MiniCluster) {}
 	tests := []struct {
@@ -442,32 +450,33 @@ func TestNewPlanErrors(t *testing.T) {
 		errType any // nil: valid
 	}{
 		{name: "no MiniCluster", root: nil, want: "metadata: no MiniCluster given", errType: &SpecError{}},
-		{name: "a burst child as root", root: childOf(threeBursts(), "burst-0", "127.0.2.1", 30000),
+		{name: "a burst child as root", root: v1alpha2test.Child(threeBursts(), "burst-0", "127.0.2.1", 30000),
 			want: "spec.flux.bursting.leadBroker: is set: a burst child joins another MiniCluster's instance", errType: &SpecError{}},
 		{name: "root without a namespace", root: pushed(func(mc *fluxv1alpha2.MiniCluster) { mc.Namespace = "" }),
 			want: "metadata.namespace: is empty", errType: &SpecError{}},
 		{name: "root without a namespace and only reserved bursts",
-			root: with(miniCluster("r", 1, 0, fluxv1alpha2.Burst{Name: "y", Size: 1}), func(mc *fluxv1alpha2.MiniCluster) { mc.Namespace = "" })},
+			root: v1alpha2test.Edit(v1alpha2test.MiniCluster("r").Namespace("hpc").Size(1).Bursts(fluxv1alpha2.Burst{Name: "y", Size: 1}).Obj(), func(mc *fluxv1alpha2.MiniCluster) { mc.Namespace = "" })},
 		{name: "brokerConfig with bursts to push", root: pushed(func(mc *fluxv1alpha2.MiniCluster) { mc.Spec.Flux.BrokerConfig = "[bootstrap]\n" }),
 			want: "spec.flux.brokerConfig: cannot be combined with bursts that name a cluster", errType: &SpecError{}},
 		{name: "brokerConfig with reserved bursts only",
-			root: with(miniCluster("r", 1, 0, fluxv1alpha2.Burst{Name: "y", Size: 1}), func(mc *fluxv1alpha2.MiniCluster) { mc.Spec.Flux.BrokerConfig = "[bootstrap]\n" })},
+			root: v1alpha2test.Edit(v1alpha2test.MiniCluster("r").Namespace("hpc").Size(1).Bursts(fluxv1alpha2.Burst{Name: "y", Size: 1}).Obj(), func(mc *fluxv1alpha2.MiniCluster) { mc.Spec.Flux.BrokerConfig = "[bootstrap]\n" })},
 		{name: "hostlist and clusters", root: pushed(func(mc *fluxv1alpha2.MiniCluster) { mc.Spec.Flux.Bursting.Hostlist = "r-[0-1],x-[0-1],y-0" }),
 			want: "spec.flux.bursting.hostlist: cannot be combined with spec.flux.bursting.clusters", errType: &SpecError{}},
 
-		{name: "root name too long for maxSize", root: with(miniCluster(long(61), 2, 11, fluxv1alpha2.Burst{Name: "x", Size: 1, Cluster: "m"}), none),
+		{name: "root name too long for maxSize", root: v1alpha2test.Edit(v1alpha2test.MiniCluster(long(61)).Namespace("hpc").Size(2).MaxSize(11).Bursts(fluxv1alpha2.Burst{Name: "x", Size: 1, Cluster: "m"}).Obj(), none),
 			want: `metadata.name: host "` + long(61) + `-10" has a label longer than 63 characters`, errType: &HostError{}},
-		{name: "longest root name for maxSize", root: with(miniCluster(long(61), 2, 10, fluxv1alpha2.Burst{Name: "x", Size: 1, Cluster: "m"}), none)},
-		{name: "burst name too long for its size", root: miniCluster("r", 1, 0, fluxv1alpha2.Burst{Name: long(60), Size: 101, Cluster: "m"}),
+		{name: "longest root name for maxSize", root: v1alpha2test.Edit(v1alpha2test.MiniCluster(long(61)).Namespace("hpc").Size(2).MaxSize(10).Bursts(fluxv1alpha2.Burst{Name: "x", Size: 1, Cluster: "m"}).Obj(), none)},
+		{name: "burst name too long for its size", root: v1alpha2test.MiniCluster("r").Namespace("hpc").Size(1).Bursts(fluxv1alpha2.Burst{Name: long(60), Size: 101, Cluster: "m"}).Obj(),
 			want: `spec.flux.bursting.clusters[0].name: host "` + long(60) + `-100" has a label longer than 63 characters`, errType: &HostError{}},
-		{name: "longest burst name for its size", root: miniCluster("r", 1, 0, fluxv1alpha2.Burst{Name: long(60), Size: 100, Cluster: "m"})},
+		{name: "longest burst name for its size", root: v1alpha2test.MiniCluster("r").Namespace("hpc").Size(1).Bursts(fluxv1alpha2.Burst{Name: long(60), Size: 100, Cluster: "m"}).Obj()},
 		{name: "a topology that crosses clusters", root: pushed(func(mc *fluxv1alpha2.MiniCluster) { mc.Spec.Flux.Topology = "kary:1" }),
 			want: `spec.flux.topology "kary:1": rank 2 (x-0) would have parent rank 1 (r-1)`, errType: &TopologyError{}},
 		{name: "minimalService with a topology that nests a burst under its second broker",
-			root: with(miniCluster("r", 2, 0, fluxv1alpha2.Burst{Name: "x", Size: 6, Cluster: "m"}), func(mc *fluxv1alpha2.MiniCluster) {
+			root: v1alpha2test.Edit(v1alpha2test.MiniCluster("r").Namespace("hpc").Size(2).Bursts(fluxv1alpha2.Burst{Name: "x", Size: 6, Cluster: "m"}).Obj(), func(mc *fluxv1alpha2.MiniCluster) {
 				mc.Spec.Flux.Topology = "binomial"
 				mc.Spec.Flux.MinimalService = true
 			}),
+
 			want: `the child MiniCluster of burst x: spec.flux.topology "binomial": rank 5 (x-3) would have parent rank 4 (x-2), which has no DNS name`, errType: &TopologyError{}},
 
 		{name: "port 0", root: pushed(none), lead: &Endpoint{Address: "127.0.2.10"},
@@ -492,7 +501,7 @@ func TestNewPlanErrors(t *testing.T) {
 			want: "the address is also the hostname of rank 1", errType: &EndpointError{}},
 		{name: "DNS address", root: pushed(none), lead: &Endpoint{Address: "lead.hub.example.org", Port: 8050}},
 		{name: "single-label DNS address", root: pushed(none), lead: &Endpoint{Address: "lead", Port: 1}},
-		{name: "bad endpoint without bursts to push", root: miniCluster("r", 1, 0, fluxv1alpha2.Burst{Name: "y", Size: 1}), lead: &Endpoint{}},
+		{name: "bad endpoint without bursts to push", root: v1alpha2test.MiniCluster("r").Namespace("hpc").Size(1).Bursts(fluxv1alpha2.Burst{Name: "y", Size: 1}).Obj(), lead: &Endpoint{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -559,7 +568,7 @@ func TestAgree(t *testing.T) {
 	require.NoError(t, err)
 	g := rootLayout.Groups[1]
 	childLayout := func(edit func(*fluxv1alpha2.MiniCluster)) *Layout {
-		mc := childOf(root, g.Name, testLead.Address, testLead.Port)
+		mc := v1alpha2test.Child(root, g.Name, testLead.Address, testLead.Port)
 		edit(mc)
 		l, err := NewLayout(mc)
 		require.NoError(t, err)
@@ -582,7 +591,7 @@ func TestAgree(t *testing.T) {
 		{name: "another topology", child: childLayout(func(mc *fluxv1alpha2.MiniCluster) { mc.Spec.Flux.Topology = "kary:0" }),
 			want: `the child's topology "kary:0" differs from the root's ""`},
 		{name: "another burst", child: func() *Layout {
-			mc := childOf(root, "burst-2", testLead.Address, testLead.Port)
+			mc := v1alpha2test.Child(root, "burst-2", testLead.Address, testLead.Port)
 			l, err := NewLayout(mc)
 			require.NoError(t, err)
 			return l
@@ -615,10 +624,12 @@ func FuzzNewPlan(f *testing.F) {
 	f.Add("flux-sample", int32(1), int32(0), "0b", int32(4), "m", "y", int32(3), "m", "kary:0", "lead.example", int32(8050), "ns")
 	f.Add("r", int32(4), int32(0), "x", int32(3), "m", "x", int32(3), "n", "binomial", "fd00::1", int32(0), "")
 	f.Fuzz(func(t *testing.T, name string, size, maxSize int32, b1 string, s1 int32, c1, b2 string, s2 int32, c2, topo, address string, port int32, ns string) {
-		root := miniCluster(name, size%50, maxSize%50,
+		root := v1alpha2test.MiniCluster(name).Namespace("hpc").Size(size%50).MaxSize(maxSize%50).Bursts(
 			fluxv1alpha2.Burst{Name: b1, Size: s1 % 50, Cluster: c1, Namespace: ns},
 			fluxv1alpha2.Burst{Name: b2, Size: s2 % 50, Cluster: c2},
-			fluxv1alpha2.Burst{Name: "reserved", Size: 1})
+			fluxv1alpha2.Burst{Name: "reserved", Size: 1},
+		).Obj()
+
 		root.Spec.Flux.Topology = topo
 		p, err := NewPlan(root, Endpoint{Address: address, Port: port}, testHub)
 		if err != nil {
