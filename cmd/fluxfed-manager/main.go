@@ -1,0 +1,87 @@
+// Command fluxfed-manager is the fluxfed manager alone, the binary the image ships: it runs what
+// `fluxfed manager` runs, with the same flags, and links nothing that only the fluxfed command
+// line needs (plan, status, member, logs, exec), so that the running operator maps less of its
+// binary into memory.
+//
+// Usage:
+//
+//	fluxfed-manager [manager] [flags]
+//
+// The word manager may come first, so that a Deployment written for `fluxfed manager` runs
+// unchanged.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"syscall"
+
+	"github.com/spf13/pflag"
+
+	"github.com/fluxfed/fluxfed/internal/manager"
+)
+
+// version is stamped at build time: go build -ldflags "-X main.version=v0.1.0".
+var version = ""
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fluxfed-manager:", err)
+		os.Exit(1)
+	}
+}
+
+// run runs the manager with the command line args until ctx is done. Help and the version go
+// to stdout, logs to stderr; an error is returned, not printed.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "manager" {
+		args = args[1:]
+	}
+	opts := &manager.Options{}
+	fs := pflag.NewFlagSet("fluxfed-manager", pflag.ContinueOnError)
+	fs.SetOutput(stdout)
+	opts.BindGeneral(fs)
+	opts.BindHub(fs)
+	opts.BindLogging(fs)
+	showVersion := fs.Bool("version", false, "print the version and exit")
+	fs.Usage = func() {
+		fmt.Fprintf(stdout, "Usage:\n  fluxfed-manager [flags]\n\n"+
+			"Runs the fluxfed operator, as `fluxfed manager` does: it reconciles the MiniClusters of its\n"+
+			"cluster; with --hub it is also the hub, which bursts root MiniClusters onto the member\n"+
+			"clusters registered as MemberClusters.\n\nFlags:\n%s", fs.FlagUsagesWrapped(100))
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil
+		}
+		return fmt.Errorf("%w\nRun 'fluxfed-manager --help' for usage", err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("fluxfed-manager takes no arguments, got %q\nRun 'fluxfed-manager --help' for usage", fs.Args())
+	}
+	if *showVersion {
+		_, err := fmt.Fprintf(stdout, "fluxfed-manager %s (%s, %s/%s)\n", buildVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+		return err
+	}
+	return manager.Run(ctx, opts, buildVersion(), stderr)
+}
+
+// buildVersion returns the stamped version, else the module version Go recorded, else "devel".
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		return info.Main.Version
+	}
+	return "devel"
+}
