@@ -68,6 +68,8 @@ type Reconciler struct {
 	orphansMu sync.Mutex
 	// keys holds the key of the hub's proofs of ownership, once read.
 	keys keyring
+	// fluxEvents wakes the roots whose Flux instance told a follower of a change (fluxstream.go).
+	fluxEvents fluxEvents
 }
 
 // Setup adds the hub to mgr: the root reconciler and the orphan sweep. registry is the provider
@@ -80,6 +82,9 @@ func Setup(mgr mcmanager.Manager, registry Members, opts Options) (*Reconciler, 
 	local := mgr.GetLocalManager()
 	if opts.Exec == nil {
 		if opts.Exec, err = NewExec(local.GetConfig()); err != nil {
+			return nil, err
+		}
+		if opts.ExecStream, err = NewExecStream(local.GetConfig()); err != nil {
 			return nil, err
 		}
 	}
@@ -109,6 +114,7 @@ func Setup(mgr mcmanager.Manager, registry Members, opts Options) (*Reconciler, 
 			mcbuilder.WithPredicates(predicate.Funcs{UpdateFunc: memberMoved})).
 		Watches(&fluxv1alpha2.MiniCluster{}, toRoots(r.pushedToRoot), onMembers[0], onMembers[1]).
 		Watches(&corev1.Secret{}, toRoots(r.pushedToRoot), onMembers[0], onMembers[1]).
+		WatchesRawSource(&r.fluxEvents).
 		WithOptions(controller.TypedOptions[mcreconcile.Request]{
 			MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 			SkipNameValidation:      local.GetControllerOptions().SkipNameValidation,

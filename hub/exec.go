@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,41 +20,59 @@ import (
 // error.
 type Exec func(ctx context.Context, namespace, pod, container string, argv []string) ([]byte, error)
 
+// ExecStream runs argv in a container as Exec does, but writes its standard output to stdout
+// as it comes, and returns only when the command ends or ctx is done: the hub leaves the
+// follower of a root's Flux instance running this way (fluxstream.go).
+type ExecStream func(ctx context.Context, namespace, pod, container string, argv []string, stdout io.Writer) error
+
 // NewExec returns the Exec of the pods/exec subresource of the API server at cfg: WebSocket,
 // falling back to SPDY for API servers that do not speak it.
 func NewExec(cfg *rest.Config) (Exec, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
+	stream, err := NewExecStream(cfg)
 	if err != nil {
 		return nil, err
 	}
 	return func(ctx context.Context, namespace, pod, container string, argv []string) ([]byte, error) {
+		stdout := limitedBuffer{limit: 8 << 20}
+		err := stream(ctx, namespace, pod, container, argv, &stdout)
+		return stdout.Bytes(), err
+	}, nil
+}
+
+// NewExecStream returns the ExecStream of the pods/exec subresource of the API server at cfg,
+// as NewExec's.
+func NewExecStream(cfg *rest.Config) (ExecStream, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, namespace, pod, container string, argv []string, stdout io.Writer) error {
 		req := cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(namespace).Name(pod).SubResource("exec").
 			VersionedParams(&corev1.PodExecOptions{Container: container, Command: argv, Stdout: true, Stderr: true}, scheme.ParameterCodec)
 		ws, err := remotecommand.NewWebSocketExecutor(cfg, "GET", req.URL().String())
 		if err != nil {
-			return nil, err
+			return err
 		}
 		spdy, err := remotecommand.NewSPDYExecutor(cfg, "POST", req.URL())
 		if err != nil {
-			return nil, err
+			return err
 		}
 		// As kubectl: SPDY only when the API server (or a proxy) cannot upgrade to WebSocket.
 		exec, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
 			return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
 		})
 		if err != nil {
-			return nil, err
+			return err
 		}
-		var stdout, stderr limitedBuffer
-		stdout.limit, stderr.limit = 8<<20, 4<<10
-		err = exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr})
+		stderr := limitedBuffer{limit: 4 << 10}
+		err = exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: stdout, Stderr: &stderr})
 		if err != nil {
 			if msg := strings.TrimSpace(stderr.String()); msg != "" {
-				return stdout.Bytes(), fmt.Errorf("%w: %s", err, msg)
+				return fmt.Errorf("%w: %s", err, msg)
 			}
-			return stdout.Bytes(), err
+			return err
 		}
-		return stdout.Bytes(), nil
+		return nil
 	}, nil
 }
 

@@ -50,19 +50,28 @@ func reportFlux(obs fluxObservation, events *report.Events) {
 }
 
 // observeFlux asks the root's instance what it sees, unless it was asked less than its interval
-// ago or is being asked: then the last answer stands.
+// ago and its follower told of no change since, or it is being asked: then the last answer
+// stands. It starts or stops the root's follower (fluxstream.go).
 func (r *Reconciler) observeFlux(ctx context.Context, root *fluxv1alpha2.MiniCluster) fluxObservation {
 	w := r.memory.of(root.UID).fluxWatch()
 	now := r.opts.Clock()
 	w.mu.Lock()
-	due := w.at.IsZero() || now.Sub(w.at) >= w.interval
+	due := w.at.IsZero() || now.Sub(w.at) >= w.interval || w.woken
 	obs := fluxObservation{view: w.view, err: w.err, next: w.interval - now.Sub(w.at), w: w}
 	w.mu.Unlock()
 	if !due || !w.asking.TryLock() {
+		w.mu.Lock()
+		if wait := r.follow(ctx, root, w); wait > 0 {
+			obs.next = min(obs.next, wait)
+		}
+		w.mu.Unlock()
 		obs.next = max(obs.next, time.Second)
 		return obs
 	}
 	defer w.asking.Unlock()
+	w.mu.Lock()
+	w.woken = false // a line heard from now on is after this ask began: it asks again
+	w.mu.Unlock()
 
 	view, err := r.askFlux(ctx, root)
 	w.mu.Lock()
@@ -83,7 +92,16 @@ func (r *Reconciler) observeFlux(ctx context.Context, root *fluxv1alpha2.MiniClu
 		w.view, w.stale = view, false
 		w.idle.Observe(view, now)
 	}
-	return fluxObservation{view: w.view, err: w.err, lost: lost, next: w.interval, w: w}
+	// While a follower tells every change, an ask is due only when it tells one, or when what
+	// the instance waits for comes without a word to it.
+	if err == nil && w.followed() && !eventless(view) {
+		w.interval = r.opts.FluxIntervalMax
+	}
+	next := w.interval
+	if wait := r.follow(ctx, root, w); wait > 0 {
+		next = min(next, wait)
+	}
+	return fluxObservation{view: w.view, err: w.err, lost: lost, next: next, w: w}
 }
 
 func errorText(err error) string {

@@ -175,4 +175,11 @@ type fluxWatch struct {
 	// stale is set when a scaling step changed the instance since view was read: no step is
 	// decided on it again.
 	stale bool
+	// follower follows the instance's events (fluxstream.go); nil when none runs. woken is set
+	// when it told of a change since the last ask: the next reconcile asks. followAt is when
+	// another may start after the last one ended, followRetry how long that wait was.
+	follower    *follower
+	woken       bool
+	followAt    time.Time
+	followRetry time.Duration
 }

@@ -88,6 +88,10 @@ type Options struct {
 	// Exec runs the flux commands in a root's lead broker container; NewExec of the hub's own
 	// API server when nil.
 	Exec Exec
+	// ExecStream leaves the follower of an on-demand root's Flux instance running in its lead
+	// broker's container (fluxstream.go). When Exec is nil, NewExecStream of the hub's own API
+	// server; when Exec is set and ExecStream is nil, no follower runs and the hub only asks.
+	ExecStream ExecStream
 	// FluxInterval is how often the hub asks a root's Flux instance what it sees; each answer
 	// that changed nothing doubles the wait, up to FluxIntervalMax. FluxTimeout bounds one ask.
 	FluxInterval, FluxIntervalMax, FluxTimeout time.Duration
