@@ -1,7 +1,8 @@
 // Package image builds the fluxfed container image without a container engine: one layer that
-// holds a static fluxfed binary at /fluxfed on an empty base, run as a non-root user. Every byte
-// of the image is a function of the binary and the Spec (file times, owners and the creation time
-// are fixed), so two builds of the same source give the same digest.
+// holds a static fluxfed-manager binary (cmd/fluxfed-manager: `fluxfed manager` without the
+// rest of the fluxfed command line) at /fluxfed-manager on an empty base, run as a non-root user.
+// Every byte of the image is a function of the binary and the Spec (file times, owners and the
+// creation time are fixed), so two builds of the same source give the same digest.
 //
 // The image is written as a docker-archive tarball (the format of `docker save`: manifest.json,
 // the config and the gzipped layer), which `docker load`, `podman load`, `ctr images import`
@@ -32,7 +33,7 @@ import (
 
 const (
 	// BinaryPath is where the binary is in the image, and the entrypoint.
-	BinaryPath = "/fluxfed"
+	BinaryPath = "/fluxfed-manager"
 	// User is the numeric user and group the image runs as: not root, and numeric so that
 	// Kubernetes can check runAsNonRoot without an /etc/passwd in the image.
 	User = "65532:65532"
@@ -76,7 +77,8 @@ func (s Spec) Labels() map[string]string {
 	}
 }
 
-// Build returns the image holding binary, the contents of a static fluxfed for linux/s.Arch.
+// Build returns the image holding binary, the contents of a static fluxfed-manager for
+// linux/s.Arch.
 func Build(binary []byte, s Spec) (v1.Image, error) {
 	if len(binary) == 0 {
 		return nil, errors.New("building the image: the binary is empty")
@@ -105,7 +107,7 @@ func Build(binary []byte, s Spec) (v1.Image, error) {
 		History: v1.History{
 			Created:   v1.Time{Time: created},
 			CreatedBy: "fluxfed internal/image: " + BinaryPath,
-			Comment:   "a static fluxfed binary",
+			Comment:   "a static fluxfed-manager binary",
 		},
 	})
 	if err != nil {

@@ -34,7 +34,7 @@ var (
 	buildErr  error
 )
 
-// fluxfedBinary builds the real ./cmd/fluxfed, as the image needs it, once per test binary.
+// fluxfedBinary builds the real ./cmd/fluxfed-manager, as the image needs it, once per test binary.
 func fluxfedBinary(t *testing.T) []byte {
 	t.Helper()
 	buildOnce.Do(func() { built, buildErr = buildInto(t.Context(), "") })
@@ -49,7 +49,7 @@ func buildInto(ctx context.Context, parent string) ([]byte, error) {
 		return nil, err
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
-	out := filepath.Join(dir, "fluxfed")
+	out := filepath.Join(dir, "fluxfed-manager")
 	if err := BuildBinary(ctx, repoRoot(), out, testVersion, runtime.GOARCH); err != nil {
 		return nil, err
 	}
@@ -78,7 +78,7 @@ func TestTheConfigRunsTheBinaryAsANonRootUser(t *testing.T) {
 	require.NoError(t, err)
 	cf, err := img.ConfigFile()
 	require.NoError(t, err)
-	require.Equal(t, []string{"/fluxfed"}, cf.Config.Entrypoint)
+	require.Equal(t, []string{"/fluxfed-manager"}, cf.Config.Entrypoint)
 	require.Empty(t, cf.Config.Cmd)
 	require.Equal(t, "65532:65532", cf.Config.User)
 	require.Equal(t, "linux", cf.OS)
@@ -122,7 +122,7 @@ func TestTheLayerHoldsOnlyTheBinaryOwnedByRoot(t *testing.T) {
 	tr := tar.NewReader(rc)
 	hdr, err := tr.Next()
 	require.NoError(t, err)
-	require.Equal(t, "fluxfed", hdr.Name)
+	require.Equal(t, "fluxfed-manager", hdr.Name)
 	require.Equal(t, byte(tar.TypeReg), hdr.Typeflag)
 	require.Equal(t, int64(0o755), hdr.Mode)
 	require.Equal(t, 0, hdr.Uid)
@@ -211,7 +211,7 @@ func TestTheArchiveLoadsBackWithItsTagAndItsBinaryRuns(t *testing.T) {
 	_, err = tarball.ImageFromPath(path, &other)
 	require.Error(t, err, "the archive holds only its own tag")
 
-	// Take /fluxfed out of the loaded image's layer and run it.
+	// Take /fluxfed-manager out of the loaded image's layer and run it.
 	layers, err := loaded.Layers()
 	require.NoError(t, err)
 	require.Len(t, layers, 1)
@@ -221,17 +221,17 @@ func TestTheArchiveLoadsBackWithItsTagAndItsBinaryRuns(t *testing.T) {
 	tr := tar.NewReader(rc)
 	hdr, err := tr.Next()
 	require.NoError(t, err)
-	require.Equal(t, "fluxfed", hdr.Name)
-	exe := filepath.Join(t.TempDir(), "fluxfed")
+	require.Equal(t, "fluxfed-manager", hdr.Name)
+	exe := filepath.Join(t.TempDir(), "fluxfed-manager")
 	f, err := os.OpenFile(exe, os.O_CREATE|os.O_WRONLY|os.O_EXCL, os.FileMode(hdr.Mode))
 	require.NoError(t, err)
 	_, err = io.Copy(f, tr)
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
 
-	out, err := exec.CommandContext(t.Context(), exe, "version").CombinedOutput()
+	out, err := exec.CommandContext(t.Context(), exe, "--version").CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	require.True(t, strings.HasPrefix(string(out), "fluxfed "+testVersion+" ("), "%s", out)
+	require.True(t, strings.HasPrefix(string(out), "fluxfed-manager "+testVersion+" ("), "%s", out)
 	require.Contains(t, string(out), "linux/"+runtime.GOARCH)
 }
 
@@ -258,7 +258,7 @@ func TestPushToARegistryOnLoopbackAndPullBack(t *testing.T) {
 	require.NoError(t, validate.Image(pulled))
 	cf, err := pulled.ConfigFile()
 	require.NoError(t, err)
-	require.Equal(t, []string{"/fluxfed"}, cf.Config.Entrypoint)
+	require.Equal(t, []string{"/fluxfed-manager"}, cf.Config.Entrypoint)
 
 	gone := name.MustParseReference("127.0.0.1:1/fluxfed:x").(name.Tag)
 	err = Push(t.Context(), gone, img)
