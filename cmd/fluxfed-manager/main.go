@@ -1,14 +1,18 @@
-// Command fluxfed-manager is the fluxfed manager alone, the binary the image ships: it runs what
-// `fluxfed manager` runs, with the same flags, and links nothing that only the fluxfed command
-// line needs (plan, status, member, logs, exec), so that the running operator maps less of its
-// binary into memory.
+// Command fluxfed-manager is the fluxfed manager alone, the binary the image ships (at /fluxfed):
+// it runs what `fluxfed manager` runs, with the same flags, and links nothing that only the
+// fluxfed command line needs (plan, status, member, logs, exec), so that the running operator
+// maps less of its binary into memory.
 //
 // Usage:
 //
-//	fluxfed-manager [manager] [flags]
+//	fluxfed-manager [manager] [flags]     run the manager
+//	fluxfed-manager version               print the version, as --version does
+//	fluxfed-manager member probe HOST:PORT...
 //
-// The word manager may come first, so that a Deployment written for `fluxfed manager` runs
-// unchanged.
+// The word manager may come first, so that the Deployments, written for `fluxfed manager`, run
+// it unchanged. `member probe` is what the data-path check of `fluxfed member add` runs in a
+// pod on a member, with the image of the member's manager: `/fluxfed member probe`, as it was
+// when the image held the whole of fluxfed.
 package main
 
 import (
@@ -24,6 +28,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/fluxfed/fluxfed/internal/brokerprobe"
 	"github.com/fluxfed/fluxfed/internal/manager"
 )
 
@@ -43,8 +48,13 @@ func main() {
 // run runs the manager with the command line args until ctx is done. Help and the version go
 // to stdout, logs to stderr; an error is returned, not printed.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) > 0 && args[0] == "manager" {
+	switch {
+	case len(args) > 0 && args[0] == "manager":
 		args = args[1:]
+	case len(args) == 1 && args[0] == "version":
+		return printVersion(stdout)
+	case len(args) >= 2 && args[0] == "member" && args[1] == "probe":
+		return probe(ctx, args[2:], stdout)
 	}
 	opts := &manager.Options{}
 	fs := pflag.NewFlagSet("fluxfed-manager", pflag.ContinueOnError)
@@ -69,10 +79,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("fluxfed-manager takes no arguments, got %q\nRun 'fluxfed-manager --help' for usage", fs.Args())
 	}
 	if *showVersion {
-		_, err := fmt.Fprintf(stdout, "fluxfed-manager %s (%s, %s/%s)\n", buildVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
-		return err
+		return printVersion(stdout)
 	}
 	return manager.Run(ctx, opts, buildVersion(), stderr)
+}
+
+func printVersion(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "fluxfed-manager %s (%s, %s/%s)\n", buildVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return err
+}
+
+// probe greets the lead broker endpoints as `fluxfed member probe` does.
+func probe(ctx context.Context, endpoints []string, stdout io.Writer) error {
+	if len(endpoints) == 0 {
+		return errors.New("member probe takes one or more HOST:PORT endpoints")
+	}
+	for _, e := range endpoints {
+		if _, _, err := brokerprobe.SplitEndpoint(e); err != nil {
+			return fmt.Errorf("member probe: %w", err)
+		}
+	}
+	return brokerprobe.ProbeAndRecord(ctx, endpoints, stdout)
 }
 
 // buildVersion returns the stamped version, else the module version Go recorded, else "devel".

@@ -32,6 +32,10 @@ func TestTheCommandLine(t *testing.T) {
 			"Usage:\n  fluxfed-manager [flags]\n", "as `fluxfed manager` does", "--leader-elect", "--hub ", "--dial-allow", "--zap-log-level", "--pprof-bind-address", "--version"}},
 		{name: "help after the word manager", args: []string{"manager", "-h"}, wantStdout: []string{"Usage:\n  fluxfed-manager [flags]\n"}},
 		{name: "version", args: []string{"--version"}, wantStdout: []string{"fluxfed-manager devel (" + runtime.Version() + ", " + runtime.GOOS + "/" + runtime.GOARCH + ")\n"}},
+		{name: "version as a command", args: []string{"version"}, wantStdout: []string{"fluxfed-manager devel (" + runtime.Version() + ", " + runtime.GOOS + "/" + runtime.GOARCH + ")\n"}},
+		{name: "member probe without endpoints", args: []string{"member", "probe"}, wantErr: "member probe takes one or more HOST:PORT endpoints"},
+		{name: "member probe of an endpoint without a port", args: []string{"member", "probe", "127.0.0.1"},
+			wantErr: `member probe: "127.0.0.1" is not HOST:PORT: address 127.0.0.1: missing port in address`},
 		{name: "an unknown flag", args: []string{"--no-such-flag"},
 			wantErr: "unknown flag: --no-such-flag\nRun 'fluxfed-manager --help' for usage"},
 		{name: "an argument", args: []string{"manager", "status"},
@@ -53,6 +57,17 @@ func TestTheCommandLine(t *testing.T) {
 			require.Empty(t, stderr.String())
 		})
 	}
+}
+
+// TestMemberProbeGreetsTheEndpoints: the data-path check of `fluxfed member add` runs
+// `/fluxfed member probe HOST:PORT...` with the image of the member's manager, which holds this
+// binary at /fluxfed.
+func TestMemberProbeGreetsTheEndpoints(t *testing.T) {
+	closedAddr := freeAddr(t)
+	var stdout bytes.Buffer
+	err := run(context.Background(), []string{"member", "probe", closedAddr}, &stdout, &bytes.Buffer{})
+	require.EqualError(t, err, "1 of 1 endpoints did not answer as a Flux broker: "+closedAddr)
+	require.Contains(t, stdout.String(), closedAddr+": no Flux broker answers from the member: lead broker "+closedAddr+": cannot connect: ")
 }
 
 // TestTheManagerServesProbesAndStops runs fluxfed-manager against a real API server, as the

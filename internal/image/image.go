@@ -1,6 +1,7 @@
 // Package image builds the fluxfed container image without a container engine: one layer that
-// holds a static fluxfed-manager binary (cmd/fluxfed-manager: `fluxfed manager` without the
-// rest of the fluxfed command line) at /fluxfed-manager on an empty base, run as a non-root user.
+// holds a static fluxfed-manager binary (cmd/fluxfed-manager: `fluxfed manager` and the data-path
+// check's `fluxfed member probe`, without the rest of the fluxfed command line) at /fluxfed on
+// an empty base, run as a non-root user.
 // Every byte of the image is a function of the binary and the Spec (file times, owners and the
 // creation time are fixed), so two builds of the same source give the same digest.
 //
@@ -33,7 +34,7 @@ import (
 
 const (
 	// BinaryPath is where the binary is in the image, and the entrypoint.
-	BinaryPath = "/fluxfed-manager"
+	BinaryPath = "/fluxfed"
 	// User is the numeric user and group the image runs as: not root, and numeric so that
 	// Kubernetes can check runAsNonRoot without an /etc/passwd in the image.
 	User = "65532:65532"

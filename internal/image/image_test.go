@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"io"
 	"log"
+	"net"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -78,7 +79,7 @@ func TestTheConfigRunsTheBinaryAsANonRootUser(t *testing.T) {
 	require.NoError(t, err)
 	cf, err := img.ConfigFile()
 	require.NoError(t, err)
-	require.Equal(t, []string{"/fluxfed-manager"}, cf.Config.Entrypoint)
+	require.Equal(t, []string{"/fluxfed"}, cf.Config.Entrypoint)
 	require.Empty(t, cf.Config.Cmd)
 	require.Equal(t, "65532:65532", cf.Config.User)
 	require.Equal(t, "linux", cf.OS)
@@ -122,7 +123,7 @@ func TestTheLayerHoldsOnlyTheBinaryOwnedByRoot(t *testing.T) {
 	tr := tar.NewReader(rc)
 	hdr, err := tr.Next()
 	require.NoError(t, err)
-	require.Equal(t, "fluxfed-manager", hdr.Name)
+	require.Equal(t, "fluxfed", hdr.Name)
 	require.Equal(t, byte(tar.TypeReg), hdr.Typeflag)
 	require.Equal(t, int64(0o755), hdr.Mode)
 	require.Equal(t, 0, hdr.Uid)
@@ -211,7 +212,7 @@ func TestTheArchiveLoadsBackWithItsTagAndItsBinaryRuns(t *testing.T) {
 	_, err = tarball.ImageFromPath(path, &other)
 	require.Error(t, err, "the archive holds only its own tag")
 
-	// Take /fluxfed-manager out of the loaded image's layer and run it.
+	// Take /fluxfed out of the loaded image's layer and run it: it is fluxfed-manager.
 	layers, err := loaded.Layers()
 	require.NoError(t, err)
 	require.Len(t, layers, 1)
@@ -221,18 +222,28 @@ func TestTheArchiveLoadsBackWithItsTagAndItsBinaryRuns(t *testing.T) {
 	tr := tar.NewReader(rc)
 	hdr, err := tr.Next()
 	require.NoError(t, err)
-	require.Equal(t, "fluxfed-manager", hdr.Name)
-	exe := filepath.Join(t.TempDir(), "fluxfed-manager")
+	require.Equal(t, "fluxfed", hdr.Name)
+	exe := filepath.Join(t.TempDir(), "fluxfed")
 	f, err := os.OpenFile(exe, os.O_CREATE|os.O_WRONLY|os.O_EXCL, os.FileMode(hdr.Mode))
 	require.NoError(t, err)
 	_, err = io.Copy(f, tr)
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
 
-	out, err := exec.CommandContext(t.Context(), exe, "--version").CombinedOutput()
+	out, err := exec.CommandContext(t.Context(), exe, "version").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	require.True(t, strings.HasPrefix(string(out), "fluxfed-manager "+testVersion+" ("), "%s", out)
 	require.Contains(t, string(out), "linux/"+runtime.GOARCH)
+
+	// The data-path check of fluxfed member add runs /fluxfed member probe HOST:PORT... from the
+	// image of the member's manager.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closed := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	out, err = exec.CommandContext(t.Context(), exe, "member", "probe", closed).CombinedOutput()
+	require.Error(t, err, "%s", out)
+	require.Contains(t, string(out), closed+": no Flux broker answers from the member: lead broker "+closed+": cannot connect: ")
 }
 
 func TestPushToARegistryOnLoopbackAndPullBack(t *testing.T) {
@@ -258,7 +269,7 @@ func TestPushToARegistryOnLoopbackAndPullBack(t *testing.T) {
 	require.NoError(t, validate.Image(pulled))
 	cf, err := pulled.ConfigFile()
 	require.NoError(t, err)
-	require.Equal(t, []string{"/fluxfed-manager"}, cf.Config.Entrypoint)
+	require.Equal(t, []string{"/fluxfed"}, cf.Config.Entrypoint)
 
 	gone := name.MustParseReference("127.0.0.1:1/fluxfed:x").(name.Tag)
 	err = Push(t.Context(), gone, img)
