@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,8 +24,9 @@ import (
 )
 
 var (
-	benchRoots   = flag.Int("fluxfed.roots", 200, "how many roots BenchmarkManyRoots creates")
-	benchSettled = flag.Duration("fluxfed.settled", 30*time.Second, "how long BenchmarkManyRoots watches the settled federation")
+	benchRoots          = flag.Int("fluxfed.roots", 200, "how many roots BenchmarkManyRoots creates")
+	benchSettled        = flag.Duration("fluxfed.settled", 30*time.Second, "how long BenchmarkManyRoots watches the settled federation")
+	benchSettledProfile = flag.String("fluxfed.settledprofile", "", "where BenchmarkManyRoots writes a CPU profile of the settled federation")
 )
 
 // BenchmarkManyRoots measures the hub at scale with default settings: -fluxfed.roots roots (200
@@ -90,7 +92,15 @@ func BenchmarkManyRoots(b *testing.B) {
 		failed := waitReported(b, f, ns, n)
 		settledMembers := a.requests.Load() + m.requests.Load()
 		settledCPU := cpuTime()
+		if *benchSettledProfile != "" {
+			out, err := os.Create(*benchSettledProfile)
+			require.NoError(b, err)
+			require.NoError(b, pprof.StartCPUProfile(out))
+		}
 		time.Sleep(*benchSettled)
+		if *benchSettledProfile != "" {
+			pprof.StopCPUProfile()
+		}
 		perMinute := time.Minute.Seconds() / benchSettled.Seconds()
 
 		slices.Sort(done)
