@@ -64,7 +64,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	opts.BindLogging(fs)
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() {
-		fmt.Fprintf(stdout, "Usage:\n  fluxfed-manager [flags]\n\n"+
+		fmt.Fprintf(stdout, "Usage:\n  fluxfed-manager [manager] [flags]\n  fluxfed-manager version\n\n"+
 			"Runs the fluxfed operator, as `fluxfed manager` does: it reconciles the MiniClusters of its\n"+
 			"cluster; with --hub it is also the hub, which bursts root MiniClusters onto the member\n"+
 			"clusters registered as MemberClusters.\n\nFlags:\n%s", fs.FlagUsagesWrapped(100))

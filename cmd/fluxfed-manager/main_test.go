@@ -29,8 +29,8 @@ func TestTheCommandLine(t *testing.T) {
 		wantErr    string
 	}{
 		{name: "help lists the manager's flags and the hub's", args: []string{"--help"}, wantStdout: []string{
-			"Usage:\n  fluxfed-manager [flags]\n", "as `fluxfed manager` does", "--leader-elect", "--hub ", "--dial-allow", "--zap-log-level", "--pprof-bind-address", "--version"}},
-		{name: "help after the word manager", args: []string{"manager", "-h"}, wantStdout: []string{"Usage:\n  fluxfed-manager [flags]\n"}},
+			"Usage:\n  fluxfed-manager [manager] [flags]\n  fluxfed-manager version\n", "as `fluxfed manager` does", "--leader-elect", "--hub ", "--dial-allow", "--zap-log-level", "--pprof-bind-address", "--version"}},
+		{name: "help after the word manager", args: []string{"manager", "-h"}, wantStdout: []string{"Usage:\n  fluxfed-manager [manager] [flags]\n"}},
 		{name: "version", args: []string{"--version"}, wantStdout: []string{"fluxfed-manager devel (" + runtime.Version() + ", " + runtime.GOOS + "/" + runtime.GOARCH + ")\n"}},
 		{name: "version as a command", args: []string{"version"}, wantStdout: []string{"fluxfed-manager devel (" + runtime.Version() + ", " + runtime.GOOS + "/" + runtime.GOARCH + ")\n"}},
 		{name: "member probe without endpoints", args: []string{"member", "probe"}, wantErr: "member probe takes one or more HOST:PORT endpoints"},
