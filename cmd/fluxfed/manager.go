@@ -10,8 +10,7 @@ import (
 // newScheme returns the types the manager works with: Kubernetes' built-in ones and fluxfed's.
 func newScheme() (*k8sruntime.Scheme, error) { return manager.NewScheme() }
 
-// newManagerCommand is `fluxfed manager`: what cmd/fluxfed-manager, the binary the image ships,
-// runs, with the same flags, grouped in its help.
+// newManagerCommand is `fluxfed manager` (internal/manager), its flags grouped in its help.
 func newManagerCommand() *cobra.Command {
 	opts := &manager.Options{}
 	cmd := &cobra.Command{

@@ -1,9 +1,7 @@
 // Package image builds the fluxfed container image without a container engine: one layer that
-// holds a static fluxfed-manager binary (cmd/fluxfed-manager: `fluxfed manager` and the data-path
-// check's `fluxfed member probe`, without the rest of the fluxfed command line) at /fluxfed on
-// an empty base, run as a non-root user.
-// Every byte of the image is a function of the binary and the Spec (file times, owners and the
-// creation time are fixed), so two builds of the same source give the same digest.
+// holds a static fluxfed binary at /fluxfed on an empty base, run as a non-root user. Every byte
+// of the image is a function of the binary and the Spec (file times, owners and the creation time
+// are fixed), so two builds of the same source give the same digest.
 //
 // The image is written as a docker-archive tarball (the format of `docker save`: manifest.json,
 // the config and the gzipped layer), which `docker load`, `podman load`, `ctr images import`
@@ -78,8 +76,7 @@ func (s Spec) Labels() map[string]string {
 	}
 }
 
-// Build returns the image holding binary, the contents of a static fluxfed-manager for
-// linux/s.Arch.
+// Build returns the image holding binary, the contents of a static fluxfed for linux/s.Arch.
 func Build(binary []byte, s Spec) (v1.Image, error) {
 	if len(binary) == 0 {
 		return nil, errors.New("building the image: the binary is empty")
@@ -108,7 +105,7 @@ func Build(binary []byte, s Spec) (v1.Image, error) {
 		History: v1.History{
 			Created:   v1.Time{Time: created},
 			CreatedBy: "fluxfed internal/image: " + BinaryPath,
-			Comment:   "a static fluxfed-manager binary",
+			Comment:   "a static fluxfed binary",
 		},
 	})
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"io"
 	"log"
-	"net"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -35,7 +34,7 @@ var (
 	buildErr  error
 )
 
-// fluxfedBinary builds the real ./cmd/fluxfed-manager, as the image needs it, once per test binary.
+// fluxfedBinary builds the real ./cmd/fluxfed, as the image needs it, once per test binary.
 func fluxfedBinary(t *testing.T) []byte {
 	t.Helper()
 	buildOnce.Do(func() { built, buildErr = buildInto(t.Context(), "") })
@@ -50,7 +49,7 @@ func buildInto(ctx context.Context, parent string) ([]byte, error) {
 		return nil, err
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
-	out := filepath.Join(dir, "fluxfed-manager")
+	out := filepath.Join(dir, "fluxfed")
 	if err := BuildBinary(ctx, repoRoot(), out, testVersion, runtime.GOARCH); err != nil {
 		return nil, err
 	}
@@ -212,7 +211,7 @@ func TestTheArchiveLoadsBackWithItsTagAndItsBinaryRuns(t *testing.T) {
 	_, err = tarball.ImageFromPath(path, &other)
 	require.Error(t, err, "the archive holds only its own tag")
 
-	// Take /fluxfed out of the loaded image's layer and run it: it is fluxfed-manager.
+	// Take /fluxfed out of the loaded image's layer and run it.
 	layers, err := loaded.Layers()
 	require.NoError(t, err)
 	require.Len(t, layers, 1)
@@ -232,18 +231,8 @@ func TestTheArchiveLoadsBackWithItsTagAndItsBinaryRuns(t *testing.T) {
 
 	out, err := exec.CommandContext(t.Context(), exe, "version").CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	require.True(t, strings.HasPrefix(string(out), "fluxfed-manager "+testVersion+" ("), "%s", out)
+	require.True(t, strings.HasPrefix(string(out), "fluxfed "+testVersion+" ("), "%s", out)
 	require.Contains(t, string(out), "linux/"+runtime.GOARCH)
-
-	// The data-path check of fluxfed member add runs /fluxfed member probe HOST:PORT... from the
-	// image of the member's manager.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	closed := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	out, err = exec.CommandContext(t.Context(), exe, "member", "probe", closed).CombinedOutput()
-	require.Error(t, err, "%s", out)
-	require.Contains(t, string(out), closed+": no Flux broker answers from the member: lead broker "+closed+": cannot connect: ")
 }
 
 func TestPushToARegistryOnLoopbackAndPullBack(t *testing.T) {

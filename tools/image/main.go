@@ -1,7 +1,6 @@
 // Command image builds the fluxfed image without a container engine (`make image`): it builds a
-// static ./cmd/fluxfed-manager (the manager without the rest of the fluxfed command line) for
-// linux, puts it in an image with internal/image, writes the image as a docker-archive tarball
-// and, with -push, pushes it. Run it from the root of the repository.
+// static ./cmd/fluxfed for linux, puts it in an image with internal/image, writes the image as a
+// docker-archive tarball and, with -push, pushes it. Run it from the root of the repository.
 //
 //	go run ./tools/image -image ghcr.io/fluxfed/fluxfed:v0.1.0 -o dist/fluxfed-image.tar [-push]
 //
@@ -74,7 +73,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer func() { _ = os.RemoveAll(tmp) }()
-	binPath := filepath.Join(tmp, "fluxfed-manager")
+	binPath := filepath.Join(tmp, "fluxfed")
 	if err := image.BuildBinary(ctx, ".", binPath, *version, *arch); err != nil {
 		return err
 	}

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,14 +20,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
-	"github.com/fluxfed/fluxfed/internal/brokerprobe"
+	"github.com/fluxfed/fluxfed/hub/probe"
 )
 
 // DefaultCheckTimeout bounds the data-path check: the pod must have run and ended within it.
 const DefaultCheckTimeout = 60 * time.Second
 
 // ProbeTimeout bounds the greeting of one endpoint from the check's pod.
-const ProbeTimeout = brokerprobe.Timeout
+const ProbeTimeout = 5 * time.Second
 
 // ManagerDeployment is the Deployment of fluxfed's manager on a cluster, whose image the
 // data-path check runs.
@@ -36,6 +39,9 @@ const maxRootEndpoints = 3
 // ProbeCommand is the hidden command of fluxfed the check's pod runs: `fluxfed member probe
 // HOST:PORT...`.
 var ProbeCommand = []string{"/fluxfed", "member", "probe"}
+
+// terminationLog is where a container's program writes what its pod's status carries back.
+const terminationLog = "/dev/termination-log"
 
 // DataPath is the result of the data-path check.
 type DataPath struct {
@@ -52,22 +58,57 @@ type DataPath struct {
 
 // Probe greets every endpoint (HOST:PORT) as the hub greets a lead broker, writes one line per
 // endpoint to w, and returns an error naming those that did not answer as a Flux broker. It is
-// what the data-path check's pod runs on the member (internal/brokerprobe, which the image's
-// fluxfed-manager runs too).
+// what the data-path check's pod runs on the member.
 func Probe(ctx context.Context, endpoints []string, w io.Writer) error {
-	return brokerprobe.Probe(ctx, endpoints, w)
+	var failed []string
+	for _, e := range endpoints {
+		host, port, err := splitEndpoint(e)
+		if err == nil {
+			gctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
+			err = probe.Greet(gctx, host, port)
+			cancel()
+		}
+		if err != nil {
+			failed = append(failed, e)
+			fmt.Fprintf(w, "%s: no Flux broker answers from the member: %v\n", e, err)
+			continue
+		}
+		fmt.Fprintf(w, "%s: answers as a Flux broker (ZMTP, CURVE)\n", e)
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%d of %d endpoints did not answer as a Flux broker: %s", len(failed), len(endpoints), strings.Join(failed, ", "))
+	}
+	return nil
 }
 
 // ProbeAndRecord runs Probe and also writes its report where the pod's status carries it back
 // (the container's termination message), when that file exists.
 func ProbeAndRecord(ctx context.Context, endpoints []string, w io.Writer) error {
-	return brokerprobe.ProbeAndRecord(ctx, endpoints, w)
+	var report strings.Builder
+	err := Probe(ctx, endpoints, io.MultiWriter(w, &report))
+	if f, openErr := os.OpenFile(terminationLog, os.O_WRONLY|os.O_TRUNC, 0); openErr == nil {
+		_, _ = f.WriteString(report.String())
+		_ = f.Close()
+	}
+	return err
+}
+
+func splitEndpoint(e string) (string, int32, error) {
+	host, p, err := net.SplitHostPort(e)
+	if err != nil {
+		return "", 0, fmt.Errorf("%q is not HOST:PORT: %w", e, err)
+	}
+	port, err := strconv.ParseInt(p, 10, 32)
+	if err != nil || port < 1 || port > 65535 {
+		return "", 0, fmt.Errorf("%q: port %q is not a TCP port (1-65535)", e, p)
+	}
+	return host, int32(port), nil
 }
 
 // ValidateEndpoints checks --check-endpoint values before anything is done.
 func ValidateEndpoints(endpoints []string) error {
 	for _, e := range endpoints {
-		if _, _, err := brokerprobe.SplitEndpoint(e); err != nil {
+		if _, _, err := splitEndpoint(e); err != nil {
 			return fmt.Errorf("--check-endpoint %w", err)
 		}
 	}
