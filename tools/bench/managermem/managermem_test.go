@@ -68,6 +68,11 @@ func BenchmarkManagerMemory(b *testing.B) {
 		bin, ok := known[name]
 		if n, pkg, isPkg := strings.Cut(name, "="); isPkg {
 			bin, ok = binary{name: n, pkg: pkg}, true
+			for _, k := range known {
+				if k.pkg == pkg {
+					bin.args = k.args // ./cmd/fluxfed built another way: still fluxfed manager
+				}
+			}
 		}
 		if !ok {
 			b.Fatalf("-managermem.binaries: unknown binary %q (fluxfed or NAME=./PACKAGE)", name)
