@@ -36,7 +36,7 @@ import (
 
 var (
 	sizes      = flag.String("managermem.sizes", "100,300,1000", "comma-separated numbers of MiniClusters, one API server each")
-	binaries   = flag.String("managermem.binaries", "fluxfed-manager,fluxfed", "comma-separated binaries to measure: fluxfed (run as `fluxfed manager`), fluxfed-manager, or NAME=./PACKAGE (a main that takes the manager's flags)")
+	binaries   = flag.String("managermem.binaries", "fluxfed", "comma-separated binaries to measure: fluxfed (run as `fluxfed manager`) or NAME=./PACKAGE (another main that runs the manager with its flags, e.g. one that calls internal/manager alone, or ./cmd/fluxfed built with -overlay)")
 	wait       = flag.Duration("managermem.wait", 15*time.Minute, "how long a run waits for every MiniCluster to have a status before it fails")
 	profiles   = flag.String("managermem.profiles", "", "directory to write the heap profile of each run to, NAME-mc=N.heap (go tool pprof -sample_index inuse_space), taken once everything settled")
 	managerEnv = flag.String("managermem.env", "", "comma-separated NAME=VALUE added to the manager's environment, e.g. GOGC=50")
