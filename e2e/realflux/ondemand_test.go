@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
@@ -233,4 +236,77 @@ func events(t *testing.T, f *fleet.Fleet, root *fluxv1alpha2.MiniCluster) []core
 		}
 	}
 	return out
+}
+
+// idleWindow is how long TestTheHubNoticesAWaitingJob counts the hub's execs while nothing happens.
+const idleWindow = 3 * time.Minute
+
+// hubExecs returns the exec requests the hub's API server completed (apiserver_request_total of
+// pods/exec), and those it serves now (apiserver_longrunning_requests): the hub is the only one
+// that execs into pods there, the runner runs its own flux commands on this machine.
+func hubExecs(t *testing.T, f *fleet.Fleet) (done, open float64) {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(f.Hub.Config)
+	require.NoError(t, err)
+	data, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	require.NoError(t, err)
+	for _, line := range strings.Split(string(data), "\n") {
+		if !strings.Contains(line, `subresource="exec"`) {
+			continue
+		}
+		fields := strings.Fields(line)
+		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+		require.NoError(t, err, line)
+		switch {
+		case strings.HasPrefix(line, "apiserver_request_total{"):
+			done += v
+		case strings.HasPrefix(line, "apiserver_longrunning_requests{"):
+			open += v
+		}
+	}
+	return done, open
+}
+
+// TestTheHubNoticesAWaitingJob measures, with real Flux and the hub's default settings, what the
+// hub's view of an on-demand root's instance costs while nothing happens, and how soon it sees a
+// job that needs the bursts. It prints (go test -v; run it alone: the API server's counts are
+// the whole hub's):
+//
+//	idle: N execs in 3m0s (X per minute), open exec sessions: M
+//	a job that needs the bursts: submitted -> burst raised +Ts (BurstScaledUp)
+func TestTheHubNoticesAWaitingJob(t *testing.T) {
+	f := start(t)
+	ctx := context.Background()
+	hub := f.Clients["hub"]
+	root := createOnDemand(t, f, onDemandRoot("noticed", nil))
+	lead := leadPod(t, f, root)
+
+	// Nothing happens: what does the hub's view cost?
+	done0, _ := hubExecs(t, f)
+	time.Sleep(idleWindow)
+	done1, open := hubExecs(t, f)
+	load, _ := os.ReadFile("/proc/loadavg")
+	t.Logf("idle: %.0f execs in %v (%.2f per minute), open exec sessions: %.0f; load %s",
+		done1-done0, idleWindow, (done1-done0)/idleWindow.Minutes(), open, strings.TrimSpace(string(load)))
+
+	// A job that needs the bursts: how soon does the hub raise one?
+	_, err := f.Runners["hub"].Flux(ctx, lead, "submit", "-N6", "sleep", "4")
+	require.NoError(t, err)
+	submitted := time.Now()
+	got := &fluxv1alpha2.MiniCluster{}
+	var raised time.Time
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.NoError(c, hub.Get(ctx, client.ObjectKeyFromObject(root), got))
+		require.True(c, burstOf(got, "burst-a").Size > 0 || burstOf(got, "burst-b").Size > 0, "no burst raised")
+		raised = time.Now()
+	}, wait, 100*time.Millisecond)
+	var scaledUp time.Time
+	for _, e := range events(t, f, root) {
+		if e.Reason == fluxv1alpha2.EventBurstScaledUp && (scaledUp.IsZero() || e.EventTime.Time.Before(scaledUp)) {
+			scaledUp = e.EventTime.Time
+		}
+	}
+	load, _ = os.ReadFile("/proc/loadavg")
+	t.Logf("a job that needs the bursts: submitted -> burst raised in status +%v (BurstScaledUp event at +%v); load %s",
+		raised.Sub(submitted).Round(10*time.Millisecond), scaledUp.Sub(submitted).Round(10*time.Millisecond), strings.TrimSpace(string(load)))
 }
