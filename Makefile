@@ -122,9 +122,30 @@ test-fast: ## Run the unit tests and the API-server tests that take seconds (no 
 		-p $(TEST_FAST_PARALLEL) -timeout $(TEST_TIMEOUT) -timeouts '$(TEST_TIMEOUTS)' -without '$(TEST_FAST_WITHOUT)' -skip '$(TEST_FAST_SKIP)' \
 		-- -count=1 '-ldflags=-s -w' $(TESTFLAGS)
 
+# make bench prints the figures docs/performance.md quotes, each from one benchmark against real
+# API servers (no timed assertion anywhere): the member operator at 100 and 1000 MiniClusters, its
+# memory, the hub at 200 roots and one root at a time, the MiniCluster's CEL admission. The
+# header names the machine and its load, which move every figure; BENCHFLAGS adds go test flags.
+BENCH_PACKAGES = \
+	./member@HundredMiniClusters \
+	./tools/bench/managermem@ManagerMemory \
+	./hub@BurstToTwoMembers \
+	./hub@ManyRoots \
+	./tools/celcost@CELValidation \
+	./tools/celcost@MiniClusterAdmission
+
 .PHONY: bench
-bench: ## Run the benchmarks.
-	$(GO) test -run='^$$' -bench=. -benchmem ./...
+bench: ## Print the performance figures (requests, times, CPU and memory of the member operator and the hub at scale, CEL admission), with the machine and its load in the header; about 15 minutes.
+	@mkdir -p $(TOOLS_DIR) && $(GO) build -o $(TOOLS_DIR)/loopback ./e2e/cmd/loopback
+	@assets=$$(e2e/k8sbin/build.sh) && \
+	echo "# fluxfed $$(git describe --always --dirty 2>/dev/null), $$(date -u +%FT%TZ), $$(nproc) CPUs ($$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $$(awk '/MemTotal/ {printf "%.0f GiB", $$2/1048576}' /proc/meminfo), load average $$(cut -d' ' -f1-3 /proc/loadavg)" && \
+	for target in $(BENCH_PACKAGES); do \
+		pkg=$${target%@*}; bench=$${target#*@}; \
+		case $$bench in BurstToTwoMembers) times=20x;; CELValidation) times=3000x;; *) times=1x;; esac; \
+		echo "## $$pkg $$bench (load average $$(cut -d' ' -f1-3 /proc/loadavg))"; \
+		KUBEBUILDER_ASSETS=$$assets $(TOOLS_DIR)/loopback $(GO) test $$pkg -run '^$$' -bench "^Benchmark$$bench\$$" -benchtime $$times \
+			-benchmem -timeout 60m $(BENCHFLAGS) 2>&1 | grep -E '^(Benchmark|    [a-z_]+_test.go|ok|FAIL|---)' || exit 1; \
+	done
 
 # How many times `make chaos` kills the hub, and the seed of its choices (the moments still
 # depend on the machine), e.g. `make chaos KILLS=300 SEED=7`.
