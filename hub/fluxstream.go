@@ -111,7 +111,6 @@ func (r *Reconciler) follow(ctx context.Context, root *fluxv1alpha2.MiniCluster,
 	log := ctrl.LoggerFrom(ctx).WithValues("pod", pod.Name)
 	argv := flux.FollowCommand(names.MountPath(root))
 	log.V(1).Info("Following the root's Flux instance")
-	go r.forgotten(fctx, cancel, root.UID, w)
 	go func() {
 		lines := &lineWriter{line: func(line string) { r.heard(key, w, f, line) }}
 		err := r.opts.ExecStream(fctx, pod.Namespace, pod.Name, container, argv, lines)
@@ -120,30 +119,6 @@ func (r *Reconciler) follow(ctx context.Context, root *fluxv1alpha2.MiniCluster,
 		log.V(1).Info("The follower of the root's Flux instance ended; the hub asks it as often as without one until another follows it", "error", err)
 	}()
 	return 0
-}
-
-// forgotten stops a follower, by cancel, once the hub forgot the root uid whose watch is w (it was
-// deleted, or stopped bursting): its lead broker may run on, and the follower with it.
-func (r *Reconciler) forgotten(ctx context.Context, cancel context.CancelFunc, uid types.UID, w *fluxWatch) {
-	tick := time.NewTicker(r.opts.FluxIntervalMax)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-			m, ok := r.memory.peek(uid)
-			if ok {
-				m.mu.Lock()
-				ok = m.flux == w
-				m.mu.Unlock()
-			}
-			if !ok {
-				cancel()
-				return
-			}
-		}
-	}
 }
 
 // heard takes one line of follower f of root key: every line says something changed, so that the
@@ -183,6 +158,17 @@ func (r *Reconciler) followerEnded(key types.NamespacedName, w *fluxWatch, f *fo
 	w.woken = true
 	w.mu.Unlock()
 	r.fluxEvents.wake(key)
+}
+
+// stopFollowing stops the follower of the instance, if one runs: the hub forgets the root (it
+// was deleted, or stopped bursting), while its lead broker may run on.
+func (w *fluxWatch) stopFollowing() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.follower != nil {
+		w.follower.cancel()
+		w.follower = nil
+	}
 }
 
 // followed reports whether a follower runs and follows both journals. w.mu is held.

@@ -59,8 +59,17 @@ func (m *memory) peek(uid types.UID) (*rootMemory, bool) {
 	return v.(*rootMemory), true
 }
 
-// forget drops everything the hub kept of root, and its series.
+// forget drops everything the hub kept of root and its series, and stops the follower of its
+// Flux instance.
 func (r *Reconciler) forget(root *fluxv1alpha2.MiniCluster) {
+	if m, ok := r.memory.peek(root.UID); ok {
+		m.mu.Lock()
+		w := m.flux
+		m.mu.Unlock()
+		if w != nil {
+			w.stopFollowing()
+		}
+	}
 	r.memory.roots.Delete(root.UID)
 	r.status.Forget(client.ObjectKeyFromObject(root))
 	metrics.ForgetRoot(root.Namespace, root.Name)

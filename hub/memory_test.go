@@ -1,9 +1,12 @@
 package hub
 
 import (
+	"context"
 	"errors"
 	"testing"
 
+	"github.com/fluxfed/fluxfed/api/v1alpha2/v1alpha2test"
+	"github.com/fluxfed/fluxfed/internal/report"
 	"github.com/stretchr/testify/require"
 )
 
@@ -36,4 +39,22 @@ func TestJudgeAsksOncePerVersion(t *testing.T) {
 		require.ErrorIs(t, m.judge("burst-a", changed, check(nil)), refused, "a refusal is kept too")
 		require.Equal(t, before+1, asked)
 	}
+}
+
+// TestForgetStopsTheFollower: a root the hub forgets (deleted, or no longer bursting) leaves no
+// follower running in its lead broker's container.
+func TestForgetStopsTheFollower(t *testing.T) {
+	r := &Reconciler{status: &report.Status{}}
+	root := v1alpha2test.MiniCluster("root").UID("uid-1").Obj()
+	ctx, cancel := context.WithCancel(context.Background())
+	w := r.memory.of(root.UID).fluxWatch()
+	w.mu.Lock()
+	w.follower = &follower{cancel: cancel}
+	w.mu.Unlock()
+
+	r.forget(root)
+	require.ErrorIs(t, ctx.Err(), context.Canceled, "the follower's session is closed")
+	_, kept := r.memory.peek(root.UID)
+	require.False(t, kept)
+	r.forget(root) // a root forgotten twice is no error
 }
