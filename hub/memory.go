@@ -192,3 +192,36 @@ type fluxWatch struct {
 	followAt    time.Time
 	followRetry time.Duration
 }
+
+// verdict is a member owner's policy's verdict on a burst (nil: allowed), and what it was given.
+type verdict struct {
+	key verdictKey
+	err error
+}
+
+// verdictKey is what a verdict depends on: the child, made from the root's spec and its lead
+// broker's endpoint, and the MemberCluster's spec.
+type verdictKey struct {
+	root     int64
+	endpoint string
+	member   int64
+}
+
+// judge returns the verdict on the burst of that name for key: the last one if it was given the same, else
+// check's, which is kept.
+func (m *rootMemory) judge(name string, key verdictKey, check func() error) error {
+	m.mu.Lock()
+	v, ok := m.verdicts[name]
+	m.mu.Unlock()
+	if ok && v.key == key {
+		return v.err
+	}
+	err := check()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.verdicts == nil {
+		m.verdicts = map[string]verdict{}
+	}
+	m.verdicts[name] = verdict{key: key, err: err}
+	return err
+}

@@ -199,39 +199,6 @@ func (r *Reconciler) intend(ctx context.Context, root *fluxv1alpha2.MiniCluster,
 	return nil
 }
 
-// verdict is a member owner's policy's verdict on a burst (nil: allowed), and what it was given.
-type verdict struct {
-	key verdictKey
-	err error
-}
-
-// verdictKey is what a verdict depends on: the child, made from the root's spec and its lead
-// broker's endpoint, and the MemberCluster's spec.
-type verdictKey struct {
-	root     int64
-	endpoint string
-	member   int64
-}
-
-// judge returns the verdict on burst for key: the last one if it was given the same, else
-// check's, which is kept.
-func (m *rootMemory) judge(burst string, key verdictKey, check func() error) error {
-	m.mu.Lock()
-	v, ok := m.verdicts[burst]
-	m.mu.Unlock()
-	if ok && v.key == key {
-		return v.err
-	}
-	err := check()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.verdicts == nil {
-		m.verdicts = map[string]verdict{}
-	}
-	m.verdicts[burst] = verdict{key: key, err: err}
-	return err
-}
-
 // scopeWait is how soon a root whose burst waits (for the hub to watch its namespace on the
 // member, or for an object left by a root that is gone to be deleted) is looked at again, should
 // no event bring it back first.
