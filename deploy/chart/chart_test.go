@@ -11,13 +11,13 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -43,6 +43,7 @@ import (
 	"github.com/fluxfed/fluxfed/deploy"
 	"github.com/fluxfed/fluxfed/deploy/release"
 	"github.com/fluxfed/fluxfed/e2e/k8sbin"
+	"github.com/fluxfed/fluxfed/internal/manager"
 	"github.com/fluxfed/fluxfed/internal/testenv"
 )
 
@@ -306,17 +307,19 @@ func managerContainer(t *testing.T, objs []*unstructured.Unstructured) corev1.Co
 	return d.Spec.Template.Spec.Containers[0]
 }
 
-// managerFlags are the flags `fluxfed manager` defines, read from its source, and the logging
-// flags controller-runtime's zap options add.
+// managerFlags are the flags `fluxfed manager` defines (internal/manager), the logging flags
+// of controller-runtime's zap options among them.
 func managerFlags(t *testing.T) []string {
 	t.Helper()
-	src, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "cmd", "fluxfed", "manager.go"))
-	require.NoError(t, err)
-	flags := []string{"zap-devel", "zap-encoder", "zap-log-level", "zap-stacktrace-level", "zap-time-encoding"}
-	for _, m := range regexp.MustCompile(`fs\.\w+Var\(&o\.\w+, "([a-z-]+)"`).FindAllSubmatch(src, -1) {
-		flags = append(flags, string(m[1]))
-	}
-	require.Contains(t, flags, "dial-allow", "the flags of cmd/fluxfed/manager.go were not found")
+	var o manager.Options
+	fs := pflag.NewFlagSet("manager", pflag.ContinueOnError)
+	o.BindGeneral(fs)
+	o.BindLogging(fs)
+	o.BindHub(fs)
+	var flags []string
+	fs.VisitAll(func(f *pflag.Flag) { flags = append(flags, f.Name) })
+	require.Contains(t, flags, "dial-allow", "the hub's flags are bound")
+	require.Contains(t, flags, "zap-log-level", "the logging flags are bound")
 	return flags
 }
 
