@@ -124,7 +124,8 @@ test-fast: ## Run the unit tests and the API-server tests that take seconds (no 
 
 # make bench prints the figures docs/performance.md quotes, each from one benchmark against real
 # API servers (no timed assertion anywhere): the member operator at 100 and 1000 MiniClusters, its
-# memory, the hub at 200 roots and one root at a time, the MiniCluster's CEL admission. The
+# memory, the hub at 200 roots and one root at a time, the MiniCluster's CEL admission, and how
+# soon the hub sees a waiting job of real Flux (which builds flux-core the first time). The
 # header names the machine and its load, which move every figure; BENCHFLAGS adds go test flags.
 BENCH_PACKAGES = \
 	./member@HundredMiniClusters \
@@ -132,18 +133,19 @@ BENCH_PACKAGES = \
 	./hub@BurstToTwoMembers \
 	./hub@ManyRoots \
 	./tools/celcost@CELValidation \
-	./tools/celcost@MiniClusterAdmission
+	./tools/celcost@MiniClusterAdmission \
+	./e2e/realflux@TheHubNoticesAWaitingJob
 
 .PHONY: bench
-bench: ## Print the performance figures (requests, times, CPU and memory of the member operator and the hub at scale, CEL admission), with the machine and its load in the header; about 15 minutes.
+bench: ## Print the performance figures (requests, times, CPU and memory of the member operator and the hub at scale, CEL admission, the hub's view of real Flux), with the machine and its load in the header; about 20 minutes.
 	@mkdir -p $(TOOLS_DIR) && $(GO) build -o $(TOOLS_DIR)/loopback ./e2e/cmd/loopback
-	@assets=$$(e2e/k8sbin/build.sh) && \
+	@assets=$$(e2e/k8sbin/build.sh) && flux=$$(FLUX_CORE_TARBALL=$(FLUX_CORE_TARBALL) e2e/fluxcore/build.sh) && \
 	echo "# fluxfed $$(git describe --always --dirty 2>/dev/null), $$(date -u +%FT%TZ), $$(nproc) CPUs ($$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $$(awk '/MemTotal/ {printf "%.0f GiB", $$2/1048576}' /proc/meminfo), load average $$(cut -d' ' -f1-3 /proc/loadavg)" && \
 	for target in $(BENCH_PACKAGES); do \
 		pkg=$${target%@*}; bench=$${target#*@}; \
 		case $$bench in BurstToTwoMembers) times=20x;; CELValidation) times=3000x;; *) times=1x;; esac; \
 		echo "## $$pkg $$bench (load average $$(cut -d' ' -f1-3 /proc/loadavg))"; \
-		KUBEBUILDER_ASSETS=$$assets $(TOOLS_DIR)/loopback $(GO) test $$pkg -run '^$$' -bench "^Benchmark$$bench\$$" -benchtime $$times \
+		KUBEBUILDER_ASSETS=$$assets FLUXFED_FLUX_CORE=$$flux $(TOOLS_DIR)/loopback $(GO) test $$pkg -run '^$$' -bench "^Benchmark$$bench\$$" -benchtime $$times \
 			-benchmem -timeout 60m $(BENCHFLAGS) 2>&1 | grep -E '^(Benchmark|    [a-z_]+_test.go|ok|FAIL|---)' || exit 1; \
 	done
 

@@ -68,7 +68,7 @@ func TestMain(m *testing.M) {
 		}
 		defer os.RemoveAll(dir)
 		var once sync.Once
-		start = func(t *testing.T) *fleet.Fleet {
+		start = func(t testing.TB) *fleet.Fleet {
 			once.Do(func() {
 				shared, err = fleet.Start(context.Background(), fleet.Options{Dir: dir, RealFlux: true,
 					ManagerArgs: []string{"--flux-interval=10s", "--flux-interval-max=2m"},
@@ -91,7 +91,7 @@ func TestMain(m *testing.M) {
 }
 
 // start returns the shared fleet, starting it the first time.
-var start func(t *testing.T) *fleet.Fleet
+var start func(t testing.TB) *fleet.Fleet
 
 // TestARootBurstsOntoTwoMembersWithRealBrokers runs a root of two brokers with a burst of two on
 // member-a and one of one on member-b, every broker a real flux-core broker: the bursts' brokers

@@ -3,6 +3,7 @@ package realflux_test
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"strconv"
@@ -43,7 +44,7 @@ func onDemandRoot(name string, change func(*fluxv1alpha2.MiniClusterSpec)) *flux
 
 // createOnDemand creates root in a namespace of its own on the hub, deletes it when the test
 // ends, and waits until the hub reads its instance running on the root's two ranks.
-func createOnDemand(t *testing.T, f *fleet.Fleet, root *fluxv1alpha2.MiniCluster) *fluxv1alpha2.MiniCluster {
+func createOnDemand(t testing.TB, f *fleet.Fleet, root *fluxv1alpha2.MiniCluster) *fluxv1alpha2.MiniCluster {
 	t.Helper()
 	ctx := context.Background()
 	hub := f.Clients["hub"]
@@ -226,7 +227,7 @@ func TestOnDemandWithHousekeeping(t *testing.T) {
 }
 
 // events returns the hub's events about root.
-func events(t *testing.T, f *fleet.Fleet, root *fluxv1alpha2.MiniCluster) []corev1.Event {
+func events(t testing.TB, f *fleet.Fleet, root *fluxv1alpha2.MiniCluster) []corev1.Event {
 	var list corev1.EventList
 	require.NoError(t, f.Clients["hub"].List(context.Background(), &list, client.InNamespace(root.Namespace)))
 	var out []corev1.Event
@@ -238,13 +239,14 @@ func events(t *testing.T, f *fleet.Fleet, root *fluxv1alpha2.MiniCluster) []core
 	return out
 }
 
-// idleWindow is how long TestTheHubNoticesAWaitingJob counts the hub's execs while nothing happens.
-const idleWindow = 3 * time.Minute
+// idleWindow is how long BenchmarkTheHubNoticesAWaitingJob counts the hub's execs while nothing
+// happens.
+var idleWindow = flag.Duration("fluxfed.idle", 3*time.Minute, "how long BenchmarkTheHubNoticesAWaitingJob counts the hub's execs while nothing happens")
 
 // hubExecs returns the exec requests the hub's API server completed (apiserver_request_total of
 // pods/exec), and those it serves now (apiserver_longrunning_requests): the hub is the only one
 // that execs into pods there, the runner runs its own flux commands on this machine.
-func hubExecs(t *testing.T, f *fleet.Fleet) (done, open float64) {
+func hubExecs(t testing.TB, f *fleet.Fleet) (done, open float64) {
 	t.Helper()
 	cs, err := kubernetes.NewForConfig(f.Hub.Config)
 	require.NoError(t, err)
@@ -267,27 +269,34 @@ func hubExecs(t *testing.T, f *fleet.Fleet) (done, open float64) {
 	return done, open
 }
 
-// TestTheHubNoticesAWaitingJob measures, with real Flux and the hub's default settings, what the
-// hub's view of an on-demand root's instance costs while nothing happens, and how soon it sees a
-// job that needs the bursts. It prints (go test -v; run it alone: the API server's counts are
-// the whole hub's):
+// BenchmarkTheHubNoticesAWaitingJob measures, with real Flux and the hub's default settings, what
+// the hub's view of an on-demand root's instance costs while nothing happens, and how soon it
+// sees a job that needs the bursts. It prints (run it alone: the API server's counts are the whole
+// hub's):
 //
+//	go test ./e2e/realflux -run '^$' -bench TheHubNoticesAWaitingJob -benchtime 1x
 //	idle: N execs in 3m0s (X per minute), open exec sessions: M
 //	a job that needs the bursts: submitted -> burst raised +Ts (BurstScaledUp)
-func TestTheHubNoticesAWaitingJob(t *testing.T) {
+func BenchmarkTheHubNoticesAWaitingJob(b *testing.B) {
+	for i := range b.N {
+		noticeAWaitingJob(b, fmt.Sprintf("noticed-%d", i))
+	}
+}
+
+func noticeAWaitingJob(t testing.TB, name string) {
 	f := start(t)
 	ctx := context.Background()
 	hub := f.Clients["hub"]
-	root := createOnDemand(t, f, onDemandRoot("noticed", nil))
+	root := createOnDemand(t, f, onDemandRoot(name, nil))
 	lead := leadPod(t, f, root)
 
 	// Nothing happens: what does the hub's view cost?
 	done0, _ := hubExecs(t, f)
-	time.Sleep(idleWindow)
+	time.Sleep(*idleWindow)
 	done1, open := hubExecs(t, f)
 	load, _ := os.ReadFile("/proc/loadavg")
 	t.Logf("idle: %.0f execs in %v (%.2f per minute), open exec sessions: %.0f; load %s",
-		done1-done0, idleWindow, (done1-done0)/idleWindow.Minutes(), open, strings.TrimSpace(string(load)))
+		done1-done0, *idleWindow, (done1-done0)/idleWindow.Minutes(), open, strings.TrimSpace(string(load)))
 
 	// A job that needs the bursts: how soon does the hub raise one?
 	_, err := f.Runners["hub"].Flux(ctx, lead, "submit", "-N6", "sleep", "4")
@@ -300,12 +309,16 @@ func TestTheHubNoticesAWaitingJob(t *testing.T) {
 		require.True(c, burstOf(got, "burst-a").Size > 0 || burstOf(got, "burst-b").Size > 0, "no burst raised")
 		raised = time.Now()
 	}, wait, 100*time.Millisecond)
+	// The event is recorded after the status write that raised the burst.
 	var scaledUp time.Time
-	for _, e := range events(t, f, root) {
-		if e.Reason == fluxv1alpha2.EventBurstScaledUp && (scaledUp.IsZero() || e.EventTime.Time.Before(scaledUp)) {
-			scaledUp = e.EventTime.Time
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		for _, e := range events(t, f, root) {
+			if e.Reason == fluxv1alpha2.EventBurstScaledUp && (scaledUp.IsZero() || e.EventTime.Time.Before(scaledUp)) {
+				scaledUp = e.EventTime.Time
+			}
 		}
-	}
+		require.False(c, scaledUp.IsZero(), "no BurstScaledUp event")
+	}, wait, 100*time.Millisecond)
 	load, _ = os.ReadFile("/proc/loadavg")
 	t.Logf("a job that needs the bursts: submitted -> burst raised in status +%v (BurstScaledUp event at +%v); load %s",
 		raised.Sub(submitted).Round(10*time.Millisecond), scaledUp.Sub(submitted).Round(10*time.Millisecond), strings.TrimSpace(string(load)))
