@@ -5,9 +5,10 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/fluxfed/fluxfed/api/v1alpha2/v1alpha2test"
 	"github.com/fluxfed/fluxfed/internal/report"
-	"github.com/stretchr/testify/require"
 )
 
 // TestJudgeAsksOncePerVersion: the policy check renders the child's pods, so it runs again only
