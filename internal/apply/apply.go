@@ -117,7 +117,7 @@ func (a *Applier) Apply(ctx context.Context, request any, owns Owns) (client.Obj
 	name := Describe(desired)
 	// What the cache does not hold is created at once: it is new, or someone else's that the
 	// create finds. Reading it live first would cost a request for every new object.
-	current, err := a.observe(ctx, desired, a.LiveOnly, !a.LiveOnly)
+	current, err := a.observe(ctx, desired, a.firstReader())
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +128,7 @@ func (a *Applier) Apply(ctx context.Context, request any, owns Owns) (client.Obj
 		}
 		// It exists (outside the cache, or created since it was read): it is judged as found,
 		// read where it surely is.
-		if current, err = a.observe(ctx, desired, true, false); err != nil {
+		if current, err = a.observe(ctx, desired, a.Live); err != nil {
 			return nil, err
 		}
 		if current == nil {
@@ -145,7 +145,7 @@ func (a *Applier) Apply(ctx context.Context, request any, owns Owns) (client.Obj
 	if err := a.claim(ctx, current); apierrors.IsConflict(err) {
 		// A cache behind the claim that followed the create, or a change since: the claim is
 		// judged again on the object as the API server has it, if it is still ours.
-		fresh, ferr := a.observe(ctx, desired, true, false)
+		fresh, ferr := a.observe(ctx, desired, a.Live)
 		switch {
 		case ferr != nil:
 			return nil, ferr
@@ -205,31 +205,27 @@ func (a *Applier) claim(ctx context.Context, current client.Object) error {
 	return nil
 }
 
-// observe returns the object desired names as the cache holds it, else as the API server does;
-// nil when it is not found. With live, it reads the API server only; with cached, the cache
-// only.
-func (a *Applier) observe(ctx context.Context, desired *unstructured.Unstructured, live, cached bool) (client.Object, error) {
-	key := client.ObjectKeyFromObject(desired)
-	readers := []client.Reader{a.Client, a.Live}
-	switch {
-	case live:
-		readers = readers[1:]
-	case cached:
-		readers = readers[:1]
+// firstReader is where an apply looks first: the cache, or with LiveOnly the API server.
+func (a *Applier) firstReader() client.Reader {
+	if a.LiveOnly {
+		return a.Live
 	}
-	for _, reader := range readers {
-		obj, err := a.newObject(desired)
-		if err != nil {
-			return nil, err
-		}
-		switch err := reader.Get(ctx, key, obj); {
-		case err == nil:
-			return obj, nil
-		case !apierrors.IsNotFound(err):
-			return nil, fmt.Errorf("reading %s: %w", Describe(desired), err)
-		}
+	return a.Client
+}
+
+// observe returns the object desired names as reader holds it; nil when it is not found.
+func (a *Applier) observe(ctx context.Context, desired *unstructured.Unstructured, reader client.Reader) (client.Object, error) {
+	obj, err := a.newObject(desired)
+	if err != nil {
+		return nil, err
 	}
-	return nil, nil
+	switch err := reader.Get(ctx, client.ObjectKeyFromObject(desired), obj); {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading %s: %w", Describe(desired), err)
+	}
+	return obj, nil
 }
 
 // newObject returns an empty typed object of desired's kind: typed objects are read from the
