@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/api/v1alpha2/v1alpha2test"
+	"github.com/fluxfed/fluxfed/internal/testenv"
 	"github.com/fluxfed/fluxfed/member/render/names"
 )
 
@@ -59,13 +59,13 @@ func BenchmarkHundredMiniClusters(b *testing.B) {
 					mcs[i] = v1alpha2test.MiniCluster(fmt.Sprintf("mc-%03d", i)).Namespace(ns).Size(4).Obj()
 				}
 				if mode == "backlog" {
-					createAll(b, h, mcs)
+					testenv.CreateAll(b, h.c, mcs)
 				}
 				b.StartTimer()
 				t0 := time.Now()
 				h.runManager(b)
 				if mode == "live" {
-					createAll(b, h, mcs)
+					testenv.CreateAll(b, h.c, mcs)
 				}
 				// A status of its generation is written once every object was applied or one
 				// failed: wait for those (a cheap list), then check the objects.
@@ -134,28 +134,6 @@ func perKind(paths []string, n int) string {
 		out = append(out, fmt.Sprintf("%s %.2f", k, float64(counts[k])/float64(n)))
 	}
 	return strings.Join(out, ", ")
-}
-
-// createAll creates the MiniClusters ten at a time, as a parallel kubectl apply would.
-func createAll(b *testing.B, h *harness, mcs []*fluxv1alpha2.MiniCluster) {
-	b.Helper()
-	var wg sync.WaitGroup
-	errs := make(chan error, len(mcs))
-	sem := make(chan struct{}, 10)
-	for _, mc := range mcs {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			errs <- h.c.Create(context.Background(), mc)
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
 }
 
 // allReported reports whether all n MiniClusters of the namespace have a status computed from

@@ -243,7 +243,7 @@ func measure(b *testing.B, bin binary, path string, n int) {
 			}
 		}
 	}()
-	createAll(b, env.Client, mcs)
+	testenv.CreateAll(b, env.Client, mcs)
 	if err := poll(*wait, func() bool { return allReported(ctx, env.Client, namespace, n) }, exited); err != nil {
 		b.Fatalf("not every one of %d MiniClusters has a status of its generation: %v", n, err)
 	}
@@ -336,28 +336,6 @@ func poll(timeout time.Duration, done func() bool, exited <-chan struct{}) error
 		}
 	}
 	return nil
-}
-
-// createAll creates the MiniClusters ten at a time, as a parallel kubectl apply would.
-func createAll(b *testing.B, c client.Client, mcs []*fluxv1alpha2.MiniCluster) {
-	b.Helper()
-	var wg sync.WaitGroup
-	errs := make(chan error, len(mcs))
-	sem := make(chan struct{}, 10)
-	for _, mc := range mcs {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			errs <- c.Create(context.Background(), mc)
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
 }
 
 // allReported reports whether all n MiniClusters of the namespace have a status computed from
