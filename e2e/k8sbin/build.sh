@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the Kubernetes binaries that fluxfed's tests run as local processes, from Go modules
-# through the module proxy: kube-apiserver, kube-controller-manager, kube-scheduler, kubectl
-# (k8s.io/kubernetes), etcd (go.etcd.io/etcd/server/v3) and kwok (sigs.k8s.io/kwok). Beside them, in
+# through the module proxy: kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and
+# kubelet (k8s.io/kubernetes), etcd (go.etcd.io/etcd/server/v3) and kwok (sigs.k8s.io/kwok). Beside them, in
 # crds/, it puts the Prometheus Operator's ServiceMonitor CRD, copied from that operator's module, so
 # that the chart's tests check the ServiceMonitor they render against its real schema.
 #
@@ -10,7 +10,9 @@
 # k8s.io module of the matching v0.x.y. etcd is built at the version Kubernetes itself requires.
 #
 # Binaries land in $FLUXFED_K8S_CACHE/<kubernetes version>/ (default ~/.cache/fluxfed/k8s). A warm
-# run checks that every binary is there and reports the expected version, and builds nothing.
+# run checks that every binary is there and reports the expected version, and builds nothing. A
+# run that finds some binaries missing (a new one added here, or an interrupted build) builds only
+# those: each binary is written under a temporary name and renamed, so one that is there is whole.
 # Prints the directory on its last line; tests find it through KUBEBUILDER_ASSETS or the cache.
 set -euo pipefail
 
@@ -19,7 +21,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/versions.env"
 cache_root=${FLUXFED_K8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/fluxfed/k8s}
 out="$cache_root/$KUBE_VERSION"
-binaries=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok)
+binaries=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kubelet)
 
 log() { printf 'k8s-binaries: %s\n' "$*" >&2; }
 
@@ -108,6 +110,7 @@ import (
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 	_ "k8s.io/kubernetes/cmd/kubectl"
+	_ "k8s.io/kubernetes/cmd/kubelet"
 	_ "sigs.k8s.io/kwok/cmd/kwok"
 )
 GO
@@ -123,10 +126,21 @@ for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 	ldflags+=" -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
 done
 
+# A kube-apiserver of another version means the directory holds something else: rebuild it all.
+if [[ -x "$out/kube-apiserver" && "$("$out/kube-apiserver" --version 2>/dev/null)" != "Kubernetes $KUBE_VERSION" ]]; then
+	log "$out/kube-apiserver is not $KUBE_VERSION: rebuilding every binary"
+	rm -f "${binaries[@]/#/$out/}"
+fi
+
 build() { # name package [ldflags]
+	if [[ -x "$out/$1" ]]; then
+		log "$1 is there already"
+		return 0
+	fi
 	local t0=$(date +%s)
 	log "building $1 (cold builds take minutes on 2 cores)"
-	CGO_ENABLED=0 go build -trimpath -ldflags "$3" -o "$out/$1" "$2"
+	CGO_ENABLED=0 go build -trimpath -ldflags "$3" -o "$out/$1.tmp" "$2"
+	mv "$out/$1.tmp" "$out/$1"
 	log "built $1 in $(($(date +%s) - t0))s"
 }
 
@@ -137,6 +151,7 @@ build kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager "$ld
 build kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler "$ldflags"
 build kubectl k8s.io/kubernetes/cmd/kubectl "$ldflags"
 build kwok sigs.k8s.io/kwok/cmd/kwok "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION"
+build kubelet k8s.io/kubernetes/cmd/kubelet "$ldflags"
 cp go.mod "$out/build.go.mod"
 fetch_crds
 touch "$out/.complete"
