@@ -75,7 +75,7 @@ image-ref: ## Print the reference of the image that make image builds and deploy
 	@echo $(IMAGE)
 
 .PHONY: k8s-binaries
-k8s-binaries: ## Build (or find cached) kube-apiserver, etcd, kube-controller-manager, kube-scheduler, kubectl and kwok.
+k8s-binaries: ## Build (or find cached) kube-apiserver, etcd, kube-controller-manager, kube-scheduler, kubectl, kwok, kubelet and CoreDNS.
 	@e2e/k8sbin/build.sh >/dev/null
 
 # The source of flux-core, a path or a URL; by default a copy beside this checkout

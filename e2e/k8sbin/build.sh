@@ -8,6 +8,8 @@
 # k8s.io/kubernetes replaces its k8s.io/* staging modules with ./staging paths that do not exist in
 # the published module, so the build module below points every one of them at the published
 # k8s.io module of the matching v0.x.y. etcd is built at the version Kubernetes itself requires.
+# CoreDNS needs other versions of the k8s.io modules than Kubernetes, so it has a build module of its
+# own.
 #
 # Binaries land in $FLUXFED_K8S_CACHE/<kubernetes version>/ (default ~/.cache/fluxfed/k8s). A warm
 # run checks that every binary is there and reports the expected version, and builds nothing. A
@@ -21,7 +23,12 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/versions.env"
 cache_root=${FLUXFED_K8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/fluxfed/k8s}
 out="$cache_root/$KUBE_VERSION"
-binaries=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kubelet)
+binaries=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok kubelet coredns)
+# The CoreDNS plugins built in (versions.env); `coredns -plugins` lists them; coredns_is_pinned checks.
+IFS=, read -ra coredns_plugins <<<"$COREDNS_PLUGINS"
+for p in "${coredns_plugins[@]}"; do
+	[[ "$p" =~ ^[a-z0-9_]+$ && "$p" != forward ]] || { printf 'k8s-binaries: versions.env: COREDNS_PLUGINS: %q is not a plugin this build allows\n' "$p" >&2; exit 1; }
+done
 
 log() { printf 'k8s-binaries: %s\n' "$*" >&2; }
 
@@ -31,7 +38,22 @@ up_to_date() {
 		[[ -x "$out/$b" ]] || return 1
 	done
 	[[ "$("$out/kube-apiserver" --version 2>/dev/null)" == "Kubernetes $KUBE_VERSION" ]] || return 1
+	coredns_is_pinned || return 1
 	[[ -f "$out/.complete" ]] || return 1
+}
+
+# coredns_is_pinned says whether $out/coredns is the pinned version with every plugin of
+# coredns_plugins and no forward plugin. (`coredns -plugins` also lists the plugins that those
+# register in turn, metadata, prometheus and transfer, which no Corefile can use: only
+# coredns_plugins are directives.)
+coredns_is_pinned() {
+	[[ "$("$out/coredns" -version 2>/dev/null | head -n 1)" == "CoreDNS-${COREDNS_VERSION#v}" ]] || return 1
+	local listed p
+	listed=$("$out/coredns" -plugins 2>/dev/null) || return 1
+	for p in "${coredns_plugins[@]}"; do
+		grep -qx "$p" <<<"$listed" || return 1
+	done
+	! grep -qx forward <<<"$listed"
 }
 
 # fetch_crds copies the ServiceMonitor CRD out of the pinned Prometheus Operator module (3.7 MB,
@@ -61,7 +83,7 @@ start=$(date +%s)
 staging_version="v0.${KUBE_VERSION#v1.}"
 work="$cache_root/.build-$KUBE_VERSION"
 rm -rf "$work"
-mkdir -p "$work/etcd" "$out"
+mkdir -p "$work/etcd" "$work/coredns" "$out"
 trap 'rm -rf "$work"' EXIT
 cd "$work"
 
@@ -115,8 +137,36 @@ import (
 )
 GO
 
-log "resolving modules (k8s.io/kubernetes $KUBE_VERSION, etcd $etcd_version, kwok $KWOK_VERSION)"
+{
+	echo "module fluxfed.local/coredns"
+	echo
+	echo "go 1.26"
+	echo
+	echo "require github.com/coredns/coredns $COREDNS_VERSION"
+} >coredns/go.mod
+{
+	echo "// Command coredns is CoreDNS with only the plugins fluxfed's clusters use."
+	echo "package main"
+	echo
+	echo "import ("
+	echo "	\"log\""
+	echo
+	echo "	\"github.com/coredns/coredns/core/dnsserver\""
+	echo "	\"github.com/coredns/coredns/coremain\""
+	printf '\t_ "github.com/coredns/coredns/plugin/%s"\n' "${coredns_plugins[@]}"
+	echo ")"
+	echo
+	echo "func main() {"
+	printf '\tif err := dnsserver.SetDirectives([]string{%s}); err != nil {\n' "$(printf '"%s", ' "${coredns_plugins[@]}" | sed 's/, $//')"
+	echo "		log.Fatal(err)"
+	echo "	}"
+	echo "	coremain.Run()"
+	echo "}"
+} >coredns/main.go
+
+log "resolving modules (k8s.io/kubernetes $KUBE_VERSION, etcd $etcd_version, kwok $KWOK_VERSION, CoreDNS $COREDNS_VERSION)"
 go mod tidy -e >/dev/null 2>"$work/tidy.log" || { cat "$work/tidy.log" >&2; exit 1; }
+(cd coredns && go mod tidy) >/dev/null 2>"$work/tidy-coredns.log" || { cat "$work/tidy-coredns.log" >&2; exit 1; }
 
 minor=${KUBE_VERSION#v1.}
 minor=${minor%%.*}
@@ -130,6 +180,10 @@ done
 if [[ -x "$out/kube-apiserver" && "$("$out/kube-apiserver" --version 2>/dev/null)" != "Kubernetes $KUBE_VERSION" ]]; then
 	log "$out/kube-apiserver is not $KUBE_VERSION: rebuilding every binary"
 	rm -f "${binaries[@]/#/$out/}"
+fi
+if [[ -x "$out/coredns" ]] && ! coredns_is_pinned; then
+	log "$out/coredns is not CoreDNS $COREDNS_VERSION with plugins ${coredns_plugins[*]}: rebuilding it"
+	rm -f "$out/coredns"
 fi
 
 build() { # name package [ldflags]
@@ -152,6 +206,7 @@ build kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler "$ldflags"
 build kubectl k8s.io/kubernetes/cmd/kubectl "$ldflags"
 build kwok sigs.k8s.io/kwok/cmd/kwok "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION"
 build kubelet k8s.io/kubernetes/cmd/kubelet "$ldflags"
+(cd coredns && build coredns . "-s -w -X github.com/coredns/coredns/coremain.gitTag=$COREDNS_VERSION")
 cp go.mod "$out/build.go.mod"
 fetch_crds
 touch "$out/.complete"

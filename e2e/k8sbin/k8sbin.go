@@ -1,6 +1,6 @@
 // Package k8sbin finds the Kubernetes binaries (kube-apiserver, etcd, kube-controller-manager,
-// kube-scheduler, kubectl, kwok) that build.sh beside it builds from Go modules, so that tests can
-// run real control planes as local processes.
+// kube-scheduler, kubectl, kwok, kubelet) and CoreDNS that build.sh beside it builds from Go
+// modules, so that tests can run real control planes and real nodes as local processes.
 package k8sbin
 
 import (
@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/fluxfed/fluxfed/e2e/envfile"
@@ -33,6 +34,17 @@ type Versions struct {
 	// PrometheusOperator is the github.com/prometheus-operator/prometheus-operator version whose
 	// ServiceMonitor CRD build.sh fetches.
 	PrometheusOperator string
+	// CoreDNS is the github.com/coredns/coredns version, e.g. v1.15.0.
+	CoreDNS string
+	// CoreDNSPlugins are the CoreDNS plugins build.sh builds in, the only directives a Corefile
+	// may use, in the order CoreDNS runs them. There is no forward plugin: the clusters' DNS
+	// never asks a server outside.
+	CoreDNSPlugins []string
+}
+
+// Binaries returns the file names of every binary build.sh builds, in the order it builds them.
+func Binaries() []string {
+	return []string{"kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok", "kubelet", "coredns"}
 }
 
 // Pinned returns the versions that build.sh builds.
@@ -47,13 +59,22 @@ func Pinned() Versions {
 }
 
 func parseVersions(env string) (Versions, error) {
-	values, err := envfile.Parse(env, "KUBE_VERSION", "KWOK_VERSION", "PROMETHEUS_OPERATOR_VERSION")
+	values, err := envfile.Parse(env, "KUBE_VERSION", "KWOK_VERSION", "PROMETHEUS_OPERATOR_VERSION", "COREDNS_VERSION", "COREDNS_PLUGINS")
 	if err != nil {
 		return Versions{}, err
 	}
-	v := Versions{Kube: values["KUBE_VERSION"], Kwok: values["KWOK_VERSION"], PrometheusOperator: values["PROMETHEUS_OPERATOR_VERSION"]}
-	if v.Kube == "" || v.Kwok == "" || v.PrometheusOperator == "" {
-		return Versions{}, errors.New("versions.env: KUBE_VERSION, KWOK_VERSION and PROMETHEUS_OPERATOR_VERSION are all required")
+	v := Versions{
+		Kube:               values["KUBE_VERSION"],
+		Kwok:               values["KWOK_VERSION"],
+		PrometheusOperator: values["PROMETHEUS_OPERATOR_VERSION"],
+		CoreDNS:            values["COREDNS_VERSION"],
+	}
+	if v.Kube == "" || v.Kwok == "" || v.PrometheusOperator == "" || v.CoreDNS == "" || values["COREDNS_PLUGINS"] == "" {
+		return Versions{}, errors.New("versions.env: KUBE_VERSION, KWOK_VERSION, PROMETHEUS_OPERATOR_VERSION, COREDNS_VERSION and COREDNS_PLUGINS are all required")
+	}
+	v.CoreDNSPlugins = strings.Split(values["COREDNS_PLUGINS"], ",")
+	if slices.Contains(v.CoreDNSPlugins, "forward") {
+		return Versions{}, errors.New("versions.env: COREDNS_PLUGINS names forward: the clusters' DNS must never ask a server outside the machine; remove it")
 	}
 	return v, nil
 }

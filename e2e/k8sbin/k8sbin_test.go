@@ -2,23 +2,30 @@ package k8sbin
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 )
 
 func TestParseVersions(t *testing.T) {
+	const coreDNS = "COREDNS_VERSION=v1.15.0\nCOREDNS_PLUGINS=errors,kubernetes\n"
 	tests := []struct {
 		name    string
 		env     string
 		want    Versions
 		wantErr string
 	}{
-		{name: "all", env: "# c\nKUBE_VERSION=v1.36.3\n\nKWOK_VERSION=v0.8.0\nPROMETHEUS_OPERATOR_VERSION=v0.80.1\n",
-			want: Versions{Kube: "v1.36.3", Kwok: "v0.8.0", PrometheusOperator: "v0.80.1"}},
-		{name: "missing kwok", env: "KUBE_VERSION=v1.36.3\nPROMETHEUS_OPERATOR_VERSION=v0.80.1\n", wantErr: "all required"},
-		{name: "missing prometheus operator", env: "KUBE_VERSION=v1.36.3\nKWOK_VERSION=v0.8.0\n", wantErr: "all required"},
+		{name: "all", env: "# c\nKUBE_VERSION=v1.36.3\n\nKWOK_VERSION=v0.8.0\nPROMETHEUS_OPERATOR_VERSION=v0.80.1\n" + coreDNS,
+			want: Versions{Kube: "v1.36.3", Kwok: "v0.8.0", PrometheusOperator: "v0.80.1", CoreDNS: "v1.15.0", CoreDNSPlugins: []string{"errors", "kubernetes"}}},
+		{name: "missing kwok", env: "KUBE_VERSION=v1.36.3\nPROMETHEUS_OPERATOR_VERSION=v0.80.1\n" + coreDNS, wantErr: "all required"},
+		{name: "missing prometheus operator", env: "KUBE_VERSION=v1.36.3\nKWOK_VERSION=v0.8.0\n" + coreDNS, wantErr: "all required"},
+		{name: "missing coredns", env: "KUBE_VERSION=v1.36.3\nKWOK_VERSION=v0.8.0\nPROMETHEUS_OPERATOR_VERSION=v0.80.1\nCOREDNS_PLUGINS=kubernetes\n", wantErr: "all required"},
+		{name: "missing coredns plugins", env: "KUBE_VERSION=v1.36.3\nKWOK_VERSION=v0.8.0\nPROMETHEUS_OPERATOR_VERSION=v0.80.1\nCOREDNS_VERSION=v1.15.0\n", wantErr: "all required"},
+		{name: "forward plugin", env: "KUBE_VERSION=v1.36.3\nKWOK_VERSION=v0.8.0\nPROMETHEUS_OPERATOR_VERSION=v0.80.1\nCOREDNS_VERSION=v1.15.0\nCOREDNS_PLUGINS=kubernetes,forward\n",
+			wantErr: "COREDNS_PLUGINS names forward"},
 		{name: "not key=value", env: "KUBE_VERSION v1\n", wantErr: "not KEY=VALUE"},
 		{name: "unknown key", env: "ETCD_VERSION=v3\n", wantErr: `unknown key "ETCD_VERSION"`},
 	}
@@ -40,6 +47,40 @@ func TestPinnedIsEmbedded(t *testing.T) {
 	require.Regexp(t, `^v1\.\d+\.\d+$`, v.Kube)
 	require.Regexp(t, `^v0\.\d+\.\d+$`, v.Kwok)
 	require.Regexp(t, `^v0\.\d+\.\d+$`, v.PrometheusOperator)
+	require.Regexp(t, `^v1\.\d+\.\d+$`, v.CoreDNS)
+	require.Contains(t, v.CoreDNSPlugins, "kubernetes")
+}
+
+// TestTheCacheHoldsThePinnedBinaries checks what build.sh built (make test and make test-fast run
+// it first): every binary is there, kubelet and CoreDNS are the pinned versions, CoreDNS has its
+// plugins and refuses a Corefile that forwards.
+func TestTheCacheHoldsThePinnedBinaries(t *testing.T) {
+	dir, err := Dir(Binaries()...)
+	require.NoError(t, err)
+	v := Pinned()
+
+	out, err := exec.Command(filepath.Join(dir, "kubelet"), "--version").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Equal(t, "Kubernetes "+v.Kube, strings.TrimSpace(string(out)))
+
+	coredns := filepath.Join(dir, "coredns")
+	out, err = exec.Command(coredns, "-version").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Equal(t, "CoreDNS-"+strings.TrimPrefix(v.CoreDNS, "v"), strings.SplitN(string(out), "\n", 2)[0])
+
+	out, err = exec.Command(coredns, "-plugins").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	listed := strings.Fields(string(out))
+	for _, p := range v.CoreDNSPlugins {
+		require.Contains(t, listed, p, "coredns -plugins")
+	}
+	require.NotContains(t, listed, "forward", "coredns -plugins")
+
+	corefile := filepath.Join(t.TempDir(), "Corefile")
+	require.NoError(t, os.WriteFile(corefile, []byte(".:0 {\n\tforward . 127.0.0.1:1\n}\n"), 0o644))
+	out, err = exec.Command(coredns, "-conf", corefile).CombinedOutput()
+	require.Error(t, err, "coredns started with a forward plugin: %s", out)
+	require.Contains(t, string(out), "Unknown directive 'forward'")
 }
 
 func TestServiceMonitorCRD(t *testing.T) {
