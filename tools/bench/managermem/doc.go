@@ -10,7 +10,18 @@
 //	  go test ./tools/bench/managermem -run '^$' -bench Manager -benchtime 1x -timeout 60m
 //
 // -managermem.sizes, -managermem.binaries (another main, NAME=./PACKAGE), -managermem.env
-// (GOGC=50) and -managermem.profiles (heap profiles) vary it.
+// (GOGC=50) and -managermem.profiles (heap and CPU profiles) vary it.
+//
+// -managermem.fluxoperator=MANAGER,CRD measures the Flux Operator's manager beside fluxfed's
+// (a binary built from its source, which no fluxfed build depends on, and its MiniCluster CRD,
+// installed in place of fluxfed's on its API servers). Every run then creates the MiniClusters
+// with one kubectl apply of a multi-document file (the same file for both, as the v1alpha2test
+// builder writes them, which both CRDs accept) and ends when every one has its Job, headless
+// Service and ConfigMaps, seen through watches; it reports that time, each MiniCluster's
+// latency to its Job, the manager's requests (its own client-go count), how long kubectl apply
+// took, and the memory and CPU above. kubectl apply also runs alone on a fresh API server of
+// each CRD: the baseline of the slowdown. -managermem.busy=N runs N CPU-burning processes through
+// every run.
 //
 // The file-backed part of RSS depends on the page cache as much as on the binary: the kernel
 // maps whole folios of a file around a page that faults, and the folios are as large as the

@@ -37,17 +37,24 @@ import (
 var (
 	sizes      = flag.String("managermem.sizes", "100,300,1000", "comma-separated numbers of MiniClusters, one API server each")
 	binaries   = flag.String("managermem.binaries", "fluxfed", "comma-separated binaries to measure: fluxfed (run as `fluxfed manager`) or NAME=./PACKAGE (another main that runs the manager with its flags, e.g. one that calls internal/manager alone, or ./cmd/fluxfed built with -overlay)")
-	wait       = flag.Duration("managermem.wait", 15*time.Minute, "how long a run waits for every MiniCluster to have a status before it fails")
-	profiles   = flag.String("managermem.profiles", "", "directory to write the heap profile of each run to, NAME-mc=N.heap (go tool pprof -sample_index inuse_space), taken once everything settled")
+	wait       = flag.Duration("managermem.wait", 15*time.Minute, "how long a run waits for every MiniCluster to have a status (or, beside the Flux Operator, every object) before it fails")
+	profiles   = flag.String("managermem.profiles", "", "directory to write the profiles of each run of a fluxfed binary to: NAME-mc=N.heap, its heap once everything settled (go tool pprof -sample_index inuse_space), and NAME-mc=N.cpu.K, its CPU in consecutive profiles of 5 s from the first create until everything exists (go tool pprof -top NAME-mc=N.cpu.*)")
 	managerEnv = flag.String("managermem.env", "", "comma-separated NAME=VALUE added to the manager's environment, e.g. GOGC=50")
 	settle     = flag.Duration("managermem.settle", 5*time.Second, "how long the manager runs once every MiniCluster has a status before its memory is read")
+	fluxOp     = flag.String("managermem.fluxoperator", "", "MANAGER,CRD: measure the Flux Operator's manager binary too (built from its source), on API servers that have its MiniCluster CRD (the file CRD) in place of fluxfed's. Every run then creates the MiniClusters with one kubectl apply and waits for every Job, headless Service and ConfigMap, and each size also times kubectl apply with no manager running")
+	busy       = flag.Int("managermem.busy", 0, "number of CPU-burning processes that run from before the first run until the last one ended: the same load for every binary")
 )
 
 // binary is a manager binary the benchmark measures: the package it is built from and the
-// arguments that run the manager.
+// arguments that run the manager, or, for the Flux Operator, the binary built elsewhere and its
+// CRD.
 type binary struct {
 	name, pkg string
 	args      []string
+	// fluxOperator is set for the Flux Operator's manager: it takes its own flags, serves no
+	// pprof, and runs on API servers with its CRD (crd, a file) in place of fluxfed's.
+	fluxOperator bool
+	path, crd    string
 }
 
 var known = map[string]binary{
@@ -61,8 +68,50 @@ var known = map[string]binary{
 // RSS seen while it worked, the Go heap in use (its metrics), its CPU time and the size of the
 // binary. Sizes run in turn, binaries interleaved within a size, so that ratios of binaries
 // come from the same load. The load average is logged at the start of each run.
+//
+// With -managermem.fluxoperator the Flux Operator runs beside them and every run is the one
+// sideBySide describes.
 func BenchmarkManagerMemory(b *testing.B) {
 	ctrllog.SetLogger(logr.Discard()) // envtest logs through it
+	bins := parseBinaries(b)
+	var ns []int
+	for s := range strings.SplitSeq(*sizes, ",") {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			b.Fatalf("-managermem.sizes: %q is not a positive number", s)
+		}
+		ns = append(ns, n)
+	}
+	dir := b.TempDir()
+	paths := map[string]string{}
+	for _, bin := range bins {
+		paths[bin.name] = bin.path
+		if bin.path == "" {
+			paths[bin.name] = build(b, dir, bin)
+		}
+	}
+	if *busy > 0 {
+		burn(b, *busy)
+	}
+	for _, n := range ns {
+		if *fluxOp != "" {
+			sideBySide(b, bins, paths, n)
+			continue
+		}
+		for _, bin := range bins {
+			b.Run(fmt.Sprintf("%s/mc=%d", bin.name, n), func(b *testing.B) {
+				for range b.N {
+					measure(b, bin, paths[bin.name], n)
+				}
+			})
+		}
+	}
+}
+
+// parseBinaries returns the binaries of -managermem.binaries, and the Flux Operator's last when
+// -managermem.fluxoperator names it.
+func parseBinaries(b *testing.B) []binary {
+	b.Helper()
 	var bins []binary
 	for name := range strings.SplitSeq(*binaries, ",") {
 		bin, ok := known[name]
@@ -79,28 +128,19 @@ func BenchmarkManagerMemory(b *testing.B) {
 		}
 		bins = append(bins, bin)
 	}
-	var ns []int
-	for s := range strings.SplitSeq(*sizes, ",") {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			b.Fatalf("-managermem.sizes: %q is not a positive number", s)
-		}
-		ns = append(ns, n)
+	if *fluxOp == "" {
+		return bins
 	}
-	dir := b.TempDir()
-	paths := map[string]string{}
-	for _, bin := range bins {
-		paths[bin.name] = build(b, dir, bin)
+	path, crd, ok := strings.Cut(*fluxOp, ",")
+	if !ok || path == "" || crd == "" {
+		b.Fatalf("-managermem.fluxoperator: %q is not MANAGER,CRD (the Flux Operator's manager binary and its MiniCluster CRD file)", *fluxOp)
 	}
-	for _, n := range ns {
-		for _, bin := range bins {
-			b.Run(fmt.Sprintf("%s/mc=%d", bin.name, n), func(b *testing.B) {
-				for range b.N {
-					measure(b, bin, paths[bin.name], n)
-				}
-			})
+	for _, f := range []string{path, crd} {
+		if _, err := os.Stat(f); err != nil {
+			b.Fatalf("-managermem.fluxoperator: %v", err)
 		}
 	}
+	return append(bins, binary{name: "fluxoperator", fluxOperator: true, path: path, crd: crd})
 }
 
 // build builds bin as the image does (static, no symbol table) and returns its path.
@@ -123,52 +163,113 @@ type figures struct {
 	// mapped is the RSS of the mappings of the binary by permissions: r-xp its code, r--p its
 	// read-only data (types, strings, the function table), rw-p its data.
 	mapped map[string]int64
+	// binarySize is the size of its executable.
+	binarySize int64
 }
 
+// namespace holds the MiniClusters of every run.
+const namespace = "bench"
+
+// measure is one run without the Flux Operator: bin's manager while n MiniClusters are created
+// ten at a time, until every one has a status of its generation.
 func measure(b *testing.B, bin binary, path string, n int) {
 	b.StopTimer()
-	load, _ := os.ReadFile("/proc/loadavg")
-	b.Logf("load average at the start: %s", strings.TrimSpace(string(load)))
+	logLoad(b, "at the start")
 	env := testenv.Start(b)
 	ctx := context.Background()
-	kubeconfig, err := env.Kubeconfig()
-	if err != nil {
-		b.Fatal(err)
-	}
 	dir := b.TempDir()
-	kubeconfigPath := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
-		b.Fatal(err)
-	}
-	const namespace = "bench"
 	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
 		b.Fatal(err)
 	}
+	m := startManager(b, bin, path, env, dir)
 
-	metricsAddr := freeAddr(b)
+	mcs := miniClusters(n)
+	b.StartTimer()
+	t0 := time.Now()
+	peakAnon := m.sampleAnon(b)
+	stopCPU := m.profileCPU(b, n)
+	testenv.CreateAll(b, env.Client, mcs)
+	if err := poll(*wait, time.Second, func() bool { return allReported(ctx, env.Client, namespace, n) }, m.exited); err != nil {
+		b.Fatalf("not every one of %d MiniClusters has a status of its generation: %v", n, err)
+	}
+	elapsed := time.Since(t0).Seconds()
+	b.StopTimer()
+	stopCPU()
+	logManagedFields(ctx, b, env.Client, mcs[0])
+	time.Sleep(*settle)
+	f := m.figures(b, peakAnon(), n)
+	f.elapsed = elapsed
+	reportMemory(b, f)
+	b.ReportMetric(f.elapsed, "s")
+	b.ReportMetric(0, "ns/op") // the time that matters is s, above
+	logMemory(b, bin.name, n, f, "all reported in")
+}
+
+// miniClusters returns the n MiniClusters of a run, size 4, in namespace.
+func miniClusters(n int) []*fluxv1alpha2.MiniCluster {
+	mcs := make([]*fluxv1alpha2.MiniCluster, n)
+	for i := range mcs {
+		mcs[i] = v1alpha2test.MiniCluster(fmt.Sprintf("mc-%04d", i)).Namespace(namespace).Size(4).Obj()
+	}
+	return mcs
+}
+
+// logLoad logs the load average, and how many processes burn CPU for the benchmark.
+func logLoad(b *testing.B, when string) {
+	b.Helper()
+	b.Logf("load average %s: %s (CPU-burning processes of the benchmark: %d)", when, loadAverage(), *busy)
+}
+
+// manager is a manager process a run started; it is stopped when the run ends.
+type manager struct {
+	bin                    binary
+	pid                    int
+	exe                    string
+	metricsAddr, pprofAddr string
+	// exited is closed once the process exited.
+	exited chan struct{}
+	// kubeconfig reaches the run's API server as an administrator.
+	kubeconfig string
+	// startRSS is its RSS once it was ready, before any MiniCluster.
+	startRSS int64
+}
+
+// startManager starts bin's manager against env, as an administrator, and returns once its
+// probes answer and its caches have had a moment to sync. Its log is kept in dir and printed if
+// the run fails.
+func startManager(b *testing.B, bin binary, path string, env *testenv.Env, dir string) *manager {
+	b.Helper()
+	m := &manager{bin: bin, kubeconfig: writeKubeconfig(b, env, dir), metricsAddr: freeAddr(b)}
 	probeAddr := freeAddr(b)
+	var args []string
+	if bin.fluxOperator {
+		// Its main takes the addresses, leader election and controller-runtime's --kubeconfig;
+		// it registers no webhook, so its webhook port (9443) is never opened.
+		args = []string{"--kubeconfig=" + m.kubeconfig, "--metrics-bind-address=" + m.metricsAddr,
+			"--health-probe-bind-address=" + probeAddr, "--leader-elect=false"}
+	} else {
+		args = append(append([]string{}, bin.args...),
+			"--kubeconfig="+m.kubeconfig,
+			"--metrics-secure=false", "--metrics-bind-address="+m.metricsAddr,
+			"--health-probe-bind-address="+probeAddr)
+		if *profiles != "" {
+			m.pprofAddr = freeAddr(b)
+			args = append(args, "--pprof-bind-address="+m.pprofAddr)
+		}
+	}
 	logPath := filepath.Join(dir, "manager.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		b.Fatal(err)
-	}
-	args := append(append([]string{}, bin.args...),
-		"--kubeconfig="+kubeconfigPath,
-		"--metrics-secure=false", "--metrics-bind-address="+metricsAddr,
-		"--health-probe-bind-address="+probeAddr)
-	pprofAddr := ""
-	if *profiles != "" {
-		pprofAddr = freeAddr(b)
-		args = append(args, "--pprof-bind-address="+pprofAddr)
 	}
 	// A copy of its own, written as containerd unpacks an image layer (32 KiB writes): how much
 	// of its binary a process maps depends on the page cache's folios of the file (the kernel
 	// maps whole folios around a page that faults), which depend on how the file was written.
 	// The same binary written at once is mapped whole (61 of 61 MiB on Linux 6.18), written by
 	// the linker or in 32 KiB writes about two thirds of it.
-	exe := filepath.Join(dir, bin.name)
-	copyFile(b, path, exe)
-	cmd := exec.Command(exe, args...)
+	m.exe = filepath.Join(dir, bin.name)
+	copyFile(b, path, m.exe)
+	cmd := exec.Command(m.exe, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.Env = os.Environ()
 	if *managerEnv != "" {
@@ -177,17 +278,17 @@ func measure(b *testing.B, bin binary, path string, n int) {
 	if err := cmd.Start(); err != nil {
 		b.Fatalf("starting %s: %v", bin.name, err)
 	}
-	// exited is closed once the manager exited, with waitErr set.
-	exited := make(chan struct{})
+	m.pid = cmd.Process.Pid
+	m.exited = make(chan struct{})
 	var waitErr error
-	go func() { waitErr = cmd.Wait(); close(exited) }()
+	go func() { waitErr = cmd.Wait(); close(m.exited) }()
 	b.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
-		case <-exited:
+		case <-m.exited:
 		case <-time.After(30 * time.Second):
 			_ = cmd.Process.Kill()
-			<-exited
+			<-m.exited
 		}
 		_ = logFile.Close()
 		if b.Failed() {
@@ -197,94 +298,120 @@ func measure(b *testing.B, bin binary, path string, n int) {
 			}
 		}
 	})
-	pid := cmd.Process.Pid
 
 	// The manager is up once its probes answer; its caches are synced a moment later.
-	if err := poll(time.Minute, func() bool {
+	if err := poll(time.Minute, time.Second, func() bool {
 		resp, err := http.Get("http://" + probeAddr + "/readyz")
 		if err != nil {
 			return false
 		}
 		_ = resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
-	}, exited); err != nil {
+	}, m.exited); err != nil {
 		b.Fatalf("%s did not become ready: %v", bin.name, err)
 	}
 	time.Sleep(2 * time.Second)
-	var f figures
-	f.startRSS = procStatus(b, pid)["VmRSS"]
+	m.startRSS = procStatus(b, m.pid)["VmRSS"]
+	return m
+}
 
-	mcs := make([]*fluxv1alpha2.MiniCluster, n)
-	for i := range mcs {
-		mcs[i] = v1alpha2test.MiniCluster(fmt.Sprintf("mc-%04d", i)).Namespace(namespace).Size(4).Obj()
+// writeKubeconfig writes a kubeconfig that reaches env as an administrator into dir and
+// returns its path.
+func writeKubeconfig(b *testing.B, env *testenv.Env, dir string) string {
+	b.Helper()
+	kubeconfig, err := env.Kubeconfig()
+	if err != nil {
+		b.Fatal(err)
 	}
-	b.StartTimer()
-	t0 := time.Now()
-	var peakAnon int64
+	path := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	return path
+}
+
+// sampleAnon samples the manager's anonymous RSS every 200 ms until the function it returns is
+// called, which returns the highest seen.
+func (m *manager) sampleAnon(b *testing.B) func() int64 {
+	var peak int64
 	var mu sync.Mutex
 	sample := func() {
-		anon := procStatus(b, pid)["RssAnon"]
+		anon := procStatus(b, m.pid)["RssAnon"]
 		mu.Lock()
-		peakAnon = max(peakAnon, anon)
+		peak = max(peak, anon)
 		mu.Unlock()
 	}
-	stopSampling := make(chan struct{})
-	sampled := make(chan struct{})
+	stop := make(chan struct{})
+	stopped := make(chan struct{})
 	go func() {
-		defer close(sampled)
+		defer close(stopped)
 		tick := time.NewTicker(200 * time.Millisecond)
 		defer tick.Stop()
 		for {
 			select {
-			case <-stopSampling:
+			case <-stop:
 				return
 			case <-tick.C:
 				sample()
 			}
 		}
 	}()
-	testenv.CreateAll(b, env.Client, mcs)
-	if err := poll(*wait, func() bool { return allReported(ctx, env.Client, namespace, n) }, exited); err != nil {
-		b.Fatalf("not every one of %d MiniClusters has a status of its generation: %v", n, err)
+	return func() int64 {
+		close(stop)
+		<-stopped
+		sample()
+		return peak
 	}
-	f.elapsed = time.Since(t0).Seconds()
-	b.StopTimer()
-	logManagedFields(ctx, b, env.Client, mcs[0])
-	time.Sleep(*settle)
-	close(stopSampling)
-	<-sampled
-	sample()
+}
 
-	st := procStatus(b, pid)
-	f.peak, f.rssFile, f.rssAnon, f.peakAnon = st["VmHWM"], st["RssFile"], st["RssAnon"], peakAnon
-	f.cpu = cpuSeconds(b, pid)
-	f.mapped = binaryRSS(b, pid)
-	f.heapInuse = metric(b, metricsAddr, "go_memstats_heap_inuse_bytes")
-	if pprofAddr != "" {
-		saveHeapProfile(b, pprofAddr, filepath.Join(*profiles, fmt.Sprintf("%s-mc=%d.heap", bin.name, n)))
+// figures reads the manager's memory and CPU once everything settled, and saves its heap profile
+// when it serves one and -managermem.profiles asks for it.
+func (m *manager) figures(b *testing.B, peakAnon int64, n int) figures {
+	b.Helper()
+	st := procStatus(b, m.pid)
+	f := figures{peak: st["VmHWM"], rssFile: st["RssFile"], rssAnon: st["RssAnon"], peakAnon: peakAnon, startRSS: m.startRSS}
+	f.cpu = cpuSeconds(b, m.pid)
+	f.mapped = binaryRSS(b, m.pid)
+	f.heapInuse = -1
+	if v, ok := metric(b, m.metricsAddr, "go_memstats_heap_inuse_bytes"); ok {
+		f.heapInuse = int64(v)
 	}
-	info, err := os.Stat(exe)
+	if m.pprofAddr != "" {
+		saveHeapProfile(b, m.pprofAddr, filepath.Join(*profiles, fmt.Sprintf("%s-mc=%d.heap", m.bin.name, n)))
+	}
+	info, err := os.Stat(m.exe)
 	if err != nil {
 		b.Fatal(err)
 	}
+	f.binarySize = info.Size()
+	return f
+}
 
-	const mib = 1 << 20
+const mib = 1 << 20
+
+// reportMemory reports the memory and CPU figures of a run.
+func reportMemory(b *testing.B, f figures) {
 	b.ReportMetric(float64(f.peak)/mib, "peak-MiB")
 	b.ReportMetric(float64(f.rssFile)/mib, "file-MiB")
 	b.ReportMetric(float64(f.rssAnon)/mib, "anon-MiB")
 	b.ReportMetric(float64(f.peakAnon)/mib, "peak-anon-MiB")
-	b.ReportMetric(float64(f.heapInuse)/mib, "heap-inuse-MiB")
+	if f.heapInuse >= 0 {
+		b.ReportMetric(float64(f.heapInuse)/mib, "heap-inuse-MiB")
+	}
 	b.ReportMetric(float64(f.startRSS)/mib, "idle-rss-MiB")
 	b.ReportMetric(f.cpu, "cpu-s")
-	b.ReportMetric(f.elapsed, "s")
-	b.ReportMetric(float64(info.Size())/mib, "binary-MiB")
+	b.ReportMetric(float64(f.binarySize)/mib, "binary-MiB")
 	b.ReportMetric(float64(f.mapped["r-xp"])/mib, "text-MiB")
 	b.ReportMetric(float64(f.mapped["r--p"])/mib, "rodata-MiB")
-	b.ReportMetric(0, "ns/op") // the time that matters is s, above
-	load, _ = os.ReadFile("/proc/loadavg")
-	b.Logf("%s at %d MiniClusters: peak RSS %.1f MiB (file %.1f, anon %.1f MiB after; anon peak %.1f MiB), heap in use %.1f MiB, RSS before the MiniClusters %.1f MiB, CPU %.1f s, all reported in %.1f s, binary %.1f MiB (of it in RSS: code %.1f, read-only data %.1f, data %.1f MiB); load average at the end: %s",
-		bin.name, n, float64(f.peak)/mib, float64(f.rssFile)/mib, float64(f.rssAnon)/mib, float64(f.peakAnon)/mib,
-		float64(f.heapInuse)/mib, float64(f.startRSS)/mib, f.cpu, f.elapsed, float64(info.Size())/mib,
+}
+
+// logMemory logs the figures of a run in a sentence; done names what elapsed measures.
+func logMemory(b *testing.B, name string, n int, f figures, done string) {
+	b.Helper()
+	load, _ := os.ReadFile("/proc/loadavg")
+	b.Logf("%s at %d MiniClusters: peak RSS %.1f MiB (file %.1f, anon %.1f MiB after; anon peak %.1f MiB), heap in use %.1f MiB, RSS before the MiniClusters %.1f MiB, CPU %.1f s, %s %.1f s, binary %.1f MiB (of it in RSS: code %.1f, read-only data %.1f, data %.1f MiB); load average at the end: %s",
+		name, n, float64(f.peak)/mib, float64(f.rssFile)/mib, float64(f.rssAnon)/mib, float64(f.peakAnon)/mib,
+		float64(f.heapInuse)/mib, float64(f.startRSS)/mib, f.cpu, done, f.elapsed, float64(f.binarySize)/mib,
 		float64(f.mapped["r-xp"])/mib, float64(f.mapped["r--p"])/mib, float64(f.mapped["rw-p"])/mib, strings.TrimSpace(string(load)))
 }
 
@@ -322,8 +449,8 @@ func freeAddr(b *testing.B) string {
 	return addr
 }
 
-// poll calls done every second until it is true, the timeout passes or the process exits.
-func poll(timeout time.Duration, done func() bool, exited <-chan struct{}) error {
+// poll calls done every interval until it is true, the timeout passes or the process exits.
+func poll(timeout, interval time.Duration, done func() bool, exited <-chan struct{}) error {
 	deadline := time.Now().Add(timeout)
 	for !done() {
 		if time.Now().After(deadline) {
@@ -332,7 +459,7 @@ func poll(timeout time.Duration, done func() bool, exited <-chan struct{}) error
 		select {
 		case <-exited:
 			return errors.New("the manager exited")
-		case <-time.After(time.Second):
+		case <-time.After(interval):
 		}
 	}
 	return nil
@@ -425,8 +552,26 @@ func cpuSeconds(b *testing.B, pid int) float64 {
 	return (utime + stime) / ticks
 }
 
-// metric returns the value of a Prometheus gauge without labels from the manager's metrics.
-func metric(b *testing.B, addr, name string) int64 {
+// metric returns the value of a Prometheus gauge without labels from the manager's metrics, and
+// whether it has it (the Flux Operator's may not).
+func metric(b *testing.B, addr, name string) (float64, bool) {
+	b.Helper()
+	var value float64
+	found := false
+	scanMetrics(b, addr, func(line string) {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				b.Fatalf("metric %s: %v", name, err)
+			}
+			value, found = f, true
+		}
+	})
+	return value, found
+}
+
+// scanMetrics calls line with each line of the manager's metrics.
+func scanMetrics(b *testing.B, addr string, line func(string)) {
 	b.Helper()
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
@@ -436,16 +581,11 @@ func metric(b *testing.B, addr, name string) int64 {
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		if value, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
-			v, err := strconv.ParseFloat(value, 64)
-			if err != nil {
-				b.Fatalf("metric %s: %v", name, err)
-			}
-			return int64(v)
-		}
+		line(sc.Text())
 	}
-	b.Fatalf("the manager's metrics have no %s", name)
-	return 0
+	if err := sc.Err(); err != nil {
+		b.Fatalf("reading the manager's metrics: %v", err)
+	}
 }
 
 // logManagedFields logs the size of the managedFields of a MiniCluster and of its objects, as
@@ -480,22 +620,70 @@ func logManagedFields(ctx context.Context, b *testing.B, c client.Client, mc *fl
 // saveHeapProfile writes the manager's heap profile to path.
 func saveHeapProfile(b *testing.B, addr, path string) {
 	b.Helper()
-	resp, err := http.Get("http://" + addr + "/debug/pprof/heap")
-	if err != nil {
+	if err := saveProfile(addr, "heap", path); err != nil {
 		b.Fatalf("reading the manager's heap profile: %v", err)
+	}
+	b.Logf("heap profile: %s", path)
+}
+
+// profileCPU takes CPU profiles of the manager, 5 s each, one after the other, until the
+// function it returns is called, which waits for the last one to end. It does nothing for a
+// manager that serves no pprof.
+func (m *manager) profileCPU(b *testing.B, n int) func() {
+	b.Helper()
+	if m.pprofAddr == "" {
+		return func() {}
+	}
+	pattern := filepath.Join(*profiles, fmt.Sprintf("%s-mc=%d.cpu.", m.bin.name, n))
+	stale, _ := filepath.Glob(pattern + "*") // of an earlier run, which go tool pprof would merge in
+	for _, f := range stale {
+		if err := os.Remove(f); err != nil {
+			b.Fatal(err)
+		}
+	}
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		for k := 1; ; k++ {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			if err := saveProfile(m.pprofAddr, "profile?seconds=5", pattern+strconv.Itoa(k)); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	return func() {
+		close(stop)
+		if err := <-done; err != nil {
+			b.Fatalf("taking the manager's CPU profile: %v", err)
+		}
+		b.Logf("CPU profiles: %s* (go tool pprof -top merges them)", pattern)
+	}
+}
+
+// saveProfile writes the profile the manager serves at /debug/pprof/<query> to path.
+func saveProfile(addr, query, path string) error {
+	resp, err := http.Get("http://" + addr + "/debug/pprof/" + query)
+	if err != nil {
+		return err
 	}
 	defer func() { _ = resp.Body.Close() }()
 	data, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		b.Fatalf("reading the manager's heap profile: %s %v", resp.Status, err)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", resp.Status, tail(data, 512))
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		b.Fatal(err)
+		return err
 	}
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		b.Fatal(err)
-	}
-	b.Logf("heap profile: %s", path)
+	return os.WriteFile(path, data, 0o644)
 }
 
 func tail(data []byte, n int) []byte {
