@@ -26,6 +26,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -607,8 +608,8 @@ func (env *Environment) writeMergedKubeconfig() error {
 }
 
 // StartT starts clusters for a test and stops them when the test ends. Dir defaults to a
-// temporary directory and Logf to t.Logf. When the test failed, the end of every component's log
-// is logged before the clusters stop.
+// temporary directory and Logf to t.Logf. When the test failed, every component's log is kept
+// (see KeepForDiagnosis) and the end of the log of each component that exited is logged.
 func StartT(t testing.TB, opts Options) *Environment {
 	t.Helper()
 	if opts.Dir == "" {
@@ -623,7 +624,7 @@ func StartT(t testing.TB, opts Options) *Environment {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			env.logTails(t)
+			env.keepLogs(t)
 		}
 		if err := env.Stop(); err != nil {
 			t.Errorf("stopping clusters: %v", err)
@@ -632,14 +633,64 @@ func StartT(t testing.TB, opts Options) *Environment {
 	return env
 }
 
-// logTails logs the end of every component's log, for a failed test.
-func (env *Environment) logTails(t testing.TB) {
+// keepLogs keeps the log of every component of a failed test where the test's temporary
+// directory does not remove it, and logs where, with the end of the log of each component that
+// exited: a running component's log is read there, so that its chatter does not bury the test's
+// own failure at the end of the output.
+func (env *Environment) keepLogs(t testing.TB) {
 	t.Helper()
 	env.mu.Lock()
 	defer env.mu.Unlock()
+	dir, err := KeepForDiagnosis(t)
+	if err != nil {
+		t.Logf("cannot keep the clusters' logs: %v", err)
+	}
 	for _, c := range env.Clusters {
 		for _, p := range c.Processes {
-			t.Logf("cluster %s, %s (%s):\n%s", c.Name, p.Component, p.Log, tail(p.Log, 10))
+			if dir != "" {
+				if err := copyFile(p.Log, filepath.Join(dir, c.Name, p.Component+".log")); err != nil {
+					t.Logf("cannot keep the log of %s in cluster %s: %v", p.Component, c.Name, err)
+				}
+			}
+			if !p.Running() {
+				t.Logf("cluster %s, %s exited (%s):\n%s", c.Name, p.Component, p.Log, tail(p.Log, 10))
+			}
 		}
 	}
+	if dir != "" {
+		t.Logf("the clusters' logs are kept in %s", dir)
+	}
+}
+
+// KeepForDiagnosis returns a new directory, named for the test and the time, under
+// $FLUXFED_FAILED_DIR or else <temporary directory>/fluxfed-failed, for what a failed test keeps
+// to be read after it: what t.TempDir holds is removed when the test ends.
+func KeepForDiagnosis(t testing.TB) (string, error) {
+	root := os.Getenv("FLUXFED_FAILED_DIR")
+	if root == "" {
+		root = filepath.Join(os.TempDir(), "fluxfed-failed")
+	}
+	name := strings.Map(func(r rune) rune {
+		if r == '/' || r == os.PathSeparator || r == ' ' {
+			return '_'
+		}
+		return r
+	}, t.Name())
+	dir := filepath.Join(root, name+"-"+time.Now().UTC().Format("20060102T150405"))
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return "", err
+	}
+	return os.MkdirTemp(root, filepath.Base(dir)+"-")
+}
+
+// copyFile copies the file from to the path to, making its directory.
+func copyFile(from, to string) error {
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(to, data, 0o644)
 }

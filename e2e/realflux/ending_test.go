@@ -99,6 +99,7 @@ func requireCondition(t require.TestingT, mc *fluxv1alpha2.MiniCluster, conditio
 // container ended with, and the MiniCluster's conditions.
 func TestHowARealMiniClusterEnds(t *testing.T) {
 	r, cl := oneCluster(t)
+	describeOnFailure(t, cl, r, "")
 	h := &endingHarness{r: r, cl: cl}
 	ctx := context.Background()
 	sleeper := func(name string, size int32) *fluxv1alpha2.MiniCluster {

@@ -63,6 +63,8 @@ type Runner struct {
 	opts   Options
 
 	dir, token string
+	// ownDir is set when the runner made dir itself, and removes it when it closes.
+	ownDir bool
 	// The flux-core installation, its cache directory, the shim, the view and the sandbox script.
 	prefix, cacheRoot, shim, view, sandbox string
 	hostsFile                              string
@@ -82,7 +84,8 @@ type Runner struct {
 // Options configure a Runner.
 type Options struct {
 	// Dir holds the pods' volumes, roots and logs; it should have a short path, since the brokers'
-	// sockets are in it. A directory of its own under the system's temporary directory when "".
+	// sockets are in it. When "", a directory of its own under the system's temporary directory,
+	// which Close removes.
 	Dir string
 	// Logf reports what happens to pods; silent when nil.
 	Logf func(format string, args ...any)
@@ -184,8 +187,8 @@ func Start(ctx context.Context, c *clusters.Cluster, opts Options) (*Runner, err
 	if err != nil {
 		return nil, err
 	}
-	dir := opts.Dir
-	if dir == "" {
+	dir, ownDir := opts.Dir, opts.Dir == ""
+	if ownDir {
 		if dir, err = os.MkdirTemp("", "ffr"); err != nil {
 			return nil, err
 		}
@@ -194,7 +197,7 @@ func Start(ctx context.Context, c *clusters.Cluster, opts Options) (*Runner, err
 	if _, err := rand.Read(token); err != nil {
 		return nil, err
 	}
-	r := &Runner{c: c, opts: opts, dir: dir, token: hex.EncodeToString(token), prefix: prefix,
+	r := &Runner{c: c, opts: opts, dir: dir, ownDir: ownDir, token: hex.EncodeToString(token), prefix: prefix,
 		cacheRoot: filepath.Dir(shim), shim: shim, view: filepath.Join(dir, "view"), sandbox: filepath.Join(dir, "sandbox.sh"),
 		hostsFile: filepath.Join(dir, "hosts"), pods: map[types.UID]*pod{}, forwarders: map[types.NamespacedName]*forward{},
 		execs: map[types.NamespacedName]bool{}}
@@ -235,6 +238,9 @@ func (r *Runner) Close() error {
 	var errs []error
 	for _, f := range fwds {
 		errs = append(errs, f.f.Close())
+	}
+	if r.ownDir {
+		errs = append(errs, os.RemoveAll(r.dir))
 	}
 	return errors.Join(errs...)
 }

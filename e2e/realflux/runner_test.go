@@ -3,12 +3,14 @@ package realflux
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -69,22 +71,68 @@ func oneCluster(t *testing.T) (*Runner, client.Client) {
 	return r, cl
 }
 
-// shortDir is a temporary directory with a short path: brokers' sockets are in it.
+// shortDir is a temporary directory with a short path: brokers' sockets are in it. It is removed
+// when the test ends, or kept for diagnosis when the test failed: the pods' logs are in it.
 func shortDir(t *testing.T) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "ffr")
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	t.Cleanup(func() {
+		if t.Failed() {
+			if kept, err := clusters.KeepForDiagnosis(t); err == nil && os.Rename(dir, filepath.Join(kept, "pods")) == nil {
+				t.Logf("the pods' directories and logs are kept in %s", filepath.Join(kept, "pods"))
+				return
+			}
+		}
+		_ = os.RemoveAll(dir)
+	})
 	return dir
+}
+
+// describeOnFailure logs, when the test failed, the state of the namespace's MiniClusters, Jobs
+// and pods (of every namespace when namespace is "") and how the runner saw its pods end: what
+// the failure's last error does not say.
+func describeOnFailure(t *testing.T, cl client.Client, r *Runner, namespace string) {
+	t.Helper()
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		ctx := context.Background()
+		var mcs fluxv1alpha2.MiniClusterList
+		if err := cl.List(ctx, &mcs, client.InNamespace(namespace)); err == nil {
+			for _, mc := range mcs.Items {
+				for _, c := range mc.Status.Conditions {
+					t.Logf("MiniCluster %s: %s=%s %s: %s", mc.Name, c.Type, c.Status, c.Reason, c.Message)
+				}
+			}
+		}
+		var jobs batchv1.JobList
+		if err := cl.List(ctx, &jobs, client.InNamespace(namespace)); err == nil {
+			for _, j := range jobs.Items {
+				t.Logf("Job %s: active %d, succeeded %d, failed %d, conditions %v", j.Name, j.Status.Active, j.Status.Succeeded, j.Status.Failed, j.Status.Conditions)
+			}
+		}
+		var pods corev1.PodList
+		if err := cl.List(ctx, &pods, client.InNamespace(namespace)); err == nil {
+			for _, p := range pods.Items {
+				t.Logf("pod %s on %q: %s, annotations %v", p.Name, p.Spec.NodeName, p.Status.Phase, p.Annotations)
+			}
+		}
+		for _, e := range r.Endings() {
+			t.Logf("the runner ended %s with %d after %v (stopped: %v): %s", e.Pod, e.Code, e.Took, e.Stopped, e.Message)
+		}
+	})
 }
 
 // TestARealMiniClusterRunsItsJob applies a MiniCluster of two brokers whose job is hostname: the
 // real brokers join, the job runs on the lead, and the MiniCluster completes with the job's status
 // in its message, as the lead's container reports it.
 func TestARealMiniClusterRunsItsJob(t *testing.T) {
-	_, cl := oneCluster(t)
+	r, cl := oneCluster(t)
 	ctx := context.Background()
 	require.NoError(t, cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "research"}}))
+	describeOnFailure(t, cl, r, "research")
 	mc := v1alpha2test.MiniCluster("hello").Namespace("research").Size(2).Command("hostname").Obj()
 	require.NoError(t, cl.Create(ctx, mc))
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
