@@ -66,7 +66,7 @@ func (h *endingHarness) online(t *testing.T, mc *fluxv1alpha2.MiniCluster) {
 		require.NoError(c, err)
 		require.Equal(c, "run", u.State)
 		require.Zero(c, u.Offline, out)
-	}, 3*time.Minute, 500*time.Millisecond, "%s: the brokers never all joined", mc.Name)
+	}, busyWait, 500*time.Millisecond, "%s: the brokers never all joined", mc.Name)
 }
 
 // killLead kills the lead's broker, as a crash would, once it runs again.
@@ -191,7 +191,7 @@ func TestHowARealMiniClusterEnds(t *testing.T) {
 			}
 			require.NoError(c, err)
 			tc.want(c, got)
-		}, 3*time.Minute, time.Second, tc.name)
+		}, busyWait, time.Second, tc.name)
 		took := time.Since(acted)
 		var endings []string
 		require.EventuallyWithT(t, func(c *assert.CollectT) {
