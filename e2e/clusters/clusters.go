@@ -8,6 +8,11 @@
 // AnnotationExitCode on it. No container runs and no Docker engine is needed. No kube-proxy runs
 // either: a Forwarder serves a NodePort on the nodes' addresses where a test needs one.
 //
+// A local cluster can also run real nodes (Options.RealNodes), beside or instead of kwok's: one
+// containerd and one kubelet each, whose pods run for real on bridges in a network namespace of
+// the cluster's own with no way off the machine, with a CoreDNS per cluster (realnode.go,
+// e2e/realnode).
+//
 // The kind provider (FLUXFED_E2E_PROVIDER=kind) runs the same Environment on kind clusters instead,
 // for machines with a Docker engine.
 //
@@ -34,6 +39,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/fluxfed/fluxfed/e2e/realnode"
 )
 
 // EnvProvider names the environment variable that chooses the provider when Options.Provider is
@@ -71,8 +78,21 @@ type Options struct {
 	// temporary directory.
 	Dir string
 	// NodesPerCluster is the number of simulated nodes (kind: worker nodes) per cluster; 0 means
-	// DefaultNodesPerCluster.
+	// DefaultNodesPerCluster, or none when RealNodes asks for real ones.
 	NodesPerCluster int
+	// RealNodes is the number of real nodes per local cluster, beside the simulated ones: each a
+	// containerd and a kubelet that run the pods' containers for real, on a pod network of bridges
+	// in a network namespace of the cluster's own, with a CoreDNS per cluster as the pods' DNS
+	// (see realnode.go and e2e/realnode). They carry LabelRealNode. They need root, containerd,
+	// runc, the CNI plugins, and the kubelet and CoreDNS of e2e/k8sbin.
+	RealNodes int
+	// RealNodeImages are image archives (docker-archive or OCI tarballs) imported into every real
+	// node before its kubelet starts: the pause image and every image the pods use, under the
+	// names the pods give. Nothing is pulled.
+	RealNodeImages []string
+	// PauseImage is the reference of the pods' sandbox image, one of RealNodeImages; required
+	// with RealNodes.
+	PauseImage string
 	// Provider is ProviderLocal or ProviderKind; empty means $FLUXFED_E2E_PROVIDER, else local.
 	Provider string
 	// Detach lets the clusters outlive this program; they are stopped by Stop on an Environment
@@ -134,6 +154,14 @@ type Cluster struct {
 	index int
 	// kubelet serves the nodes' kubelet endpoint of a local cluster while this process runs.
 	kubelet *Forwarder
+
+	// Sandbox holds the network namespace and the cgroup of the cluster's real nodes.
+	Sandbox *realnode.Sandbox `json:"sandbox,omitempty"`
+	// RealNodes are the names of the cluster's real nodes, which are also their addresses.
+	RealNodes []string `json:"realNodes,omitempty"`
+	// realProxies carry the real nodes' connections to the API server and the API server's to
+	// their kubelets, while this process runs.
+	realProxies []*Forwarder
 }
 
 // closeKubelet stops serving the nodes' kubelet endpoint, if this process serves it.
@@ -142,6 +170,10 @@ func (c *Cluster) closeKubelet() {
 		_ = c.kubelet.Close() // its connections end with it, which is the point
 		c.kubelet = nil
 	}
+	for _, f := range c.realProxies {
+		_ = f.Close() // likewise
+	}
+	c.realProxies = nil
 }
 
 // ReleaseKubelets stops serving the nodes' kubelet endpoint of every local cluster in this
@@ -162,10 +194,16 @@ func (env *Environment) ServeKubelets() error {
 	env.mu.Lock()
 	defer env.mu.Unlock()
 	for _, c := range env.Clusters {
+		if c.Sandbox != nil && c.realProxies == nil {
+			if err := c.serveRealNodes(); err != nil {
+				return err
+			}
+		}
 		if c.kubelet != nil || c.KubeletBackend == "" {
 			continue
 		}
-		f, err := ForwardNodePort(c.NodeAddresses, kubeletPort, c.KubeletBackend)
+		simulated := slices.DeleteFunc(slices.Clone(c.NodeAddresses), func(a string) bool { return slices.Contains(c.RealNodes, a) })
+		f, err := ForwardNodePort(simulated, kubeletPort, c.KubeletBackend)
 		if err != nil {
 			return fmt.Errorf("cluster %s: serving the nodes' kubelet endpoint: %w", c.Name, err)
 		}
@@ -244,11 +282,11 @@ func (o *Options) complete() error {
 		}
 		seen[name] = true
 	}
-	if o.NodesPerCluster == 0 {
+	if o.NodesPerCluster == 0 && o.RealNodes == 0 {
 		o.NodesPerCluster = DefaultNodesPerCluster
 	}
-	if o.NodesPerCluster < 1 || o.NodesPerCluster > maxNodes {
-		return fmt.Errorf("%d nodes per cluster asked for; between 1 and %d", o.NodesPerCluster, maxNodes)
+	if o.NodesPerCluster < 0 || o.RealNodes < 0 || o.NodesPerCluster+o.RealNodes < 1 || o.NodesPerCluster+o.RealNodes > maxNodes {
+		return fmt.Errorf("%d nodes per cluster asked for (%d simulated, %d real); between 1 and %d", o.NodesPerCluster+o.RealNodes, o.NodesPerCluster, o.RealNodes, maxNodes)
 	}
 	if o.Provider == "" {
 		o.Provider = os.Getenv(EnvProvider)
@@ -258,6 +296,12 @@ func (o *Options) complete() error {
 	}
 	if o.Provider != ProviderLocal && o.Provider != ProviderKind {
 		return fmt.Errorf("provider %q: want %q or %q (from %s or Options.Provider)", o.Provider, ProviderLocal, ProviderKind, EnvProvider)
+	}
+	if o.RealNodes > 0 && o.Provider != ProviderLocal {
+		return fmt.Errorf("real nodes (Options.RealNodes) are for the %s provider; %s clusters' nodes are real already", ProviderLocal, o.Provider)
+	}
+	if o.RealNodes > 0 && o.PauseImage == "" {
+		return errors.New("real nodes need a pause image: set Options.PauseImage to its reference, and put its archive in Options.RealNodeImages")
 	}
 	if o.Dir == "" {
 		return errors.New("no run directory (Options.Dir)")

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -82,12 +83,23 @@ type localProvider struct {
 	beforeControllers func(ctx context.Context, c *Cluster, cfg *rest.Config) error
 	nodes             int
 	stages            []byte
+	// realNodes, images and pauseImage are Options.RealNodes, RealNodeImages and PauseImage.
+	realNodes  int
+	images     []string
+	pauseImage string
 	// http asks etcd whether it is healthy.
 	http *http.Client
 }
 
 func (l *localProvider) prepare(opts Options) error {
-	bin, err := k8sbin.Dir(localBinaries...)
+	binaries := localBinaries
+	if opts.RealNodes > 0 {
+		if err := realNodesPrereqs(opts); err != nil {
+			return err
+		}
+		binaries = append(slices.Clone(binaries), componentKubelet, componentCoreDNS)
+	}
+	bin, err := k8sbin.Dir(binaries...)
 	if err != nil {
 		return err
 	}
@@ -97,6 +109,7 @@ func (l *localProvider) prepare(opts Options) error {
 	}
 	l.bin, l.ports, l.detach, l.nodes, l.stages = bin, newPortAllocator(), opts.Detach, opts.NodesPerCluster, stages
 	l.beforeControllers = opts.BeforeControllers
+	l.realNodes, l.images, l.pauseImage = opts.RealNodes, opts.RealNodeImages, opts.PauseImage
 	l.http = &http.Client{Transport: &http.Transport{DialContext: (&netguard.Dialer{}).DialContext}}
 	return nil
 }
@@ -262,8 +275,10 @@ func (l *localProvider) up(ctx context.Context, env *Environment, c *Cluster) er
 		}
 	}
 
-	if err := installKwokExec(ctx, c); err != nil {
-		return err
+	if l.nodes > 0 {
+		if err := installKwokExec(ctx, c); err != nil {
+			return err
+		}
 	}
 	kwokPorts, err := l.ports.take(1)
 	if err != nil {
@@ -271,7 +286,7 @@ func (l *localProvider) up(ctx context.Context, env *Environment, c *Cluster) er
 	}
 	kwokServer := "127.0.0.1:" + strconv.Itoa(kwokPorts[0])
 	kwokEnv := append(os.Environ(), "HOME="+c.Dir) // kwok also reads ~/.kwok/kwok.yaml; not the user's
-	for _, spec := range []procSpec{{
+	specs := []procSpec{{
 		component: componentController, path: l.path(componentController),
 		args: []string{
 			"--kubeconfig=" + c.Kubeconfig,
@@ -305,7 +320,11 @@ func (l *localProvider) up(ctx context.Context, env *Environment, c *Cluster) er
 			"--tls-private-key-file=" + files.KubeletKey,
 			"--enable-crds=Exec,Logs",
 		},
-	}} {
+	}}
+	if l.nodes == 0 {
+		specs = specs[:2] // no simulated node, no kwok
+	}
+	for _, spec := range specs {
 		spec.dir, spec.log = c.Dir, logPath(spec.component)
 		p, err := startProcess(spec, l.detach)
 		if err != nil {
@@ -314,6 +333,14 @@ func (l *localProvider) up(ctx context.Context, env *Environment, c *Cluster) er
 		if err := env.addProcess(c, p); err != nil {
 			return err
 		}
+	}
+	if l.realNodes > 0 {
+		if err := l.startRealNodes(ctx, env, c, plan, keys, files, cs); err != nil {
+			return err
+		}
+	}
+	if l.nodes == 0 {
+		return nil
 	}
 	if err := createNodes(ctx, cs, c.Name, plan, l.nodes); err != nil {
 		return err
@@ -394,7 +421,7 @@ func installEstablished(ctx context.Context, c *Cluster, cs apiextensionsclient.
 	}
 }
 
-func (l *localProvider) nodeCount(perCluster int) int { return perCluster }
+func (l *localProvider) nodeCount(perCluster int) int { return perCluster + l.realNodes }
 
 // startWithRetry starts a component that listens on n ports and waits until ready says so. When
 // the component exits because another program took one of its ports in the meantime, it starts
@@ -511,6 +538,13 @@ func simulatedNode(cluster string, plan addressPlan, n int) *corev1.Node {
 // away.
 func (l *localProvider) down(c *Cluster) error {
 	c.closeKubelet()
+	var errs []error
+	if c.Sandbox != nil {
+		// Everything the real nodes started goes at once, daemons included: a kubelet or a
+		// containerd given time to stop cleanly would only stop containers that are killed
+		// anyway.
+		errs = append(errs, c.Sandbox.Remove())
+	}
 	var clients, servers []*Process
 	for _, p := range c.Processes {
 		switch p.Component {
@@ -522,12 +556,13 @@ func (l *localProvider) down(c *Cluster) error {
 			clients = append(clients, p)
 		}
 	}
-	errs := make([]error, len(clients))
+	stopped := make([]error, len(clients))
 	var wg sync.WaitGroup
 	for i, p := range clients {
-		wg.Go(func() { errs[i] = p.stop(stopGrace) })
+		wg.Go(func() { stopped[i] = p.stop(stopGrace) })
 	}
 	wg.Wait()
+	errs = append(errs, stopped...)
 	for _, p := range servers {
 		errs = append(errs, p.stop(stopGrace))
 	}

@@ -27,7 +27,7 @@ const backendDialTimeout = 5 * time.Second
 type Forwarder struct {
 	backend   string
 	listeners []net.Listener
-	dialer    netguard.Dialer
+	dial      dialFunc
 
 	// ctx ends the dials to the backend in flight when the forwarder closes.
 	ctx    context.Context
@@ -51,23 +51,46 @@ func ForwardNodePort(nodes []string, port int, backend string) (*Forwarder, erro
 	if err := netguard.Allowed(backend); err != nil {
 		return nil, fmt.Errorf("forwarding NodePort %d: the backend: %w", port, err)
 	}
-	f := &Forwarder{backend: backend, conns: map[net.Conn]struct{}{}, dialer: netguard.Dialer{Dialer: net.Dialer{Timeout: backendDialTimeout}}}
-	f.ctx, f.cancel = context.WithCancel(context.Background())
+	return forwardNodePort(nodes, port, backend, (&netguard.Dialer{Dialer: net.Dialer{Timeout: backendDialTimeout}}).DialContext)
+}
+
+// dialFunc dials a forwarder's backend.
+type dialFunc func(ctx context.Context, network, address string) (net.Conn, error)
+
+// forwardNodePort is ForwardNodePort with the backend dialled by dial, which may reach into the
+// network namespace of a cluster's real nodes.
+func forwardNodePort(nodes []string, port int, backend string, dial dialFunc) (*Forwarder, error) {
+	var listeners []net.Listener
 	for _, node := range nodes {
 		addr := net.JoinHostPort(node, strconv.Itoa(port))
 		if err := netguard.Allowed(node); err != nil {
-			return nil, errors.Join(fmt.Errorf("forwarding NodePort %d: node address: %w", port, err), f.Close())
+			return nil, errors.Join(fmt.Errorf("forwarding NodePort %d: node address: %w", port, err), closeAll(listeners))
 		}
 		l, err := net.Listen("tcp", addr)
 		if err != nil {
-			return nil, errors.Join(fmt.Errorf("forwarding NodePort %d: %w", port, err), f.Close())
+			return nil, errors.Join(fmt.Errorf("forwarding NodePort %d: %w", port, err), closeAll(listeners))
 		}
-		f.listeners = append(f.listeners, l)
+		listeners = append(listeners, l)
 	}
+	return serveForward(listeners, backend, dial), nil
+}
+
+// serveForward forwards every connection that the listeners accept to backend, dialled by dial.
+func serveForward(listeners []net.Listener, backend string, dial dialFunc) *Forwarder {
+	f := &Forwarder{backend: backend, listeners: listeners, conns: map[net.Conn]struct{}{}, dial: dial}
+	f.ctx, f.cancel = context.WithCancel(context.Background())
 	for _, l := range f.listeners {
 		f.wg.Go(func() { f.serve(l) })
 	}
-	return f, nil
+	return f
+}
+
+func closeAll(listeners []net.Listener) error {
+	var errs []error
+	for _, l := range listeners {
+		errs = append(errs, l.Close())
+	}
+	return errors.Join(errs...)
 }
 
 // ForwardNodePort forwards svc's node port, on every node of c, to backend. svc must be a
@@ -163,7 +186,7 @@ func (f *Forwarder) serve(l net.Listener) {
 // close, so that a peer that stops sending still gets the rest of the answer.
 func (f *Forwarder) forward(client net.Conn) {
 	defer f.untrack(client)
-	backend, err := f.dialer.DialContext(f.ctx, "tcp", f.backend)
+	backend, err := f.dial(f.ctx, "tcp", f.backend)
 	if err != nil {
 		return // closing the client's connection is the answer
 	}

@@ -74,6 +74,29 @@ func TestOptionsComplete(t *testing.T) {
 		in:      Options{Dir: "/r", NodesPerCluster: maxNodes + 1},
 		wantErr: "nodes per cluster",
 	}, {
+		name: "real nodes instead of simulated ones",
+		in:   Options{Dir: "/r", RealNodes: 2, PauseImage: "p:1"},
+		check: func(t *testing.T, o Options) {
+			require.Equal(t, 0, o.NodesPerCluster)
+			require.Equal(t, 2, o.RealNodes)
+		},
+	}, {
+		name:  "real nodes beside simulated ones",
+		in:    Options{Dir: "/r", NodesPerCluster: 1, RealNodes: 2, PauseImage: "p:1"},
+		check: func(t *testing.T, o Options) { require.Equal(t, 1, o.NodesPerCluster) },
+	}, {
+		name:    "too many nodes, real ones counted",
+		in:      Options{Dir: "/r", NodesPerCluster: maxNodes, RealNodes: 1, PauseImage: "p:1"},
+		wantErr: "201 nodes per cluster asked for (200 simulated, 1 real)",
+	}, {
+		name:    "real nodes without a pause image",
+		in:      Options{Dir: "/r", RealNodes: 1},
+		wantErr: "real nodes need a pause image: set Options.PauseImage",
+	}, {
+		name:    "real nodes on kind",
+		in:      Options{Dir: "/r", RealNodes: 1, PauseImage: "p:1", Provider: ProviderKind},
+		wantErr: "real nodes (Options.RealNodes) are for the local provider",
+	}, {
 		name:    "too many clusters",
 		in:      Options{Dir: "/r", Count: maxClusters + 1},
 		wantErr: "clusters asked for",

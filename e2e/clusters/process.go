@@ -36,10 +36,13 @@ type Process struct {
 type procSpec struct {
 	component string
 	path      string
-	args      []string
-	env       []string // nil: inherit
-	dir       string
-	log       string
+	// binary is what the process runs in the end when path is a wrapper that execs it under the
+	// same PID (real nodes' daemons enter namespaces and cgroups first); empty means path.
+	binary string
+	args   []string
+	env    []string // nil: inherit
+	dir    string
+	log    string
 }
 
 // startProcess starts spec with its output appended to its log. A detached process outlives this
@@ -59,7 +62,11 @@ func startProcess(spec procSpec, detach bool) (*Process, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", spec.component, err)
 	}
-	p := &Process{Component: spec.component, PID: cmd.Process.Pid, Path: spec.path, Log: spec.log, done: make(chan struct{})}
+	recorded := spec.path
+	if spec.binary != "" {
+		recorded = spec.binary
+	}
+	p := &Process{Component: spec.component, PID: cmd.Process.Pid, Path: recorded, Log: spec.log, done: make(chan struct{})}
 	go func() {
 		_ = cmd.Wait() // how it ended is in its log
 		close(p.done)

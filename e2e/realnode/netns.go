@@ -26,27 +26,19 @@ func CreateNetns(path string) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	errc := make(chan error, 1)
-	go func() {
-		// The thread goes into the new namespace and never comes back: it is not unlocked, so
-		// the runtime ends it with this goroutine. No process is started from it (a child's
-		// parent-death signal follows the thread that started it).
-		runtime.LockOSThread()
+	err = onThread(func() error {
 		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-			errc <- fmt.Errorf("unshare(CLONE_NEWNET): %w", err)
-			return
+			return fmt.Errorf("unshare(CLONE_NEWNET): %w", err)
 		}
 		if err := loopbackUp(); err != nil {
-			errc <- err
-			return
+			return err
 		}
 		if err := unix.Mount("/proc/thread-self/ns/net", path, "", unix.MS_BIND, ""); err != nil {
-			errc <- fmt.Errorf("pinning the network namespace to %s: %w", path, err)
-			return
+			return fmt.Errorf("pinning the network namespace to %s: %w", path, err)
 		}
-		errc <- nil
-	}()
-	if err := <-errc; err != nil {
+		return nil
+	})
+	if err != nil {
 		return errors.Join(fmt.Errorf("creating network namespace %s: %w", path, err), os.Remove(path))
 	}
 	if err := CheckIsolated(path); err != nil {
@@ -143,24 +135,44 @@ func defaultRoutes() ([]string, error) {
 	return out, nil
 }
 
-// inNetns runs fn on a thread of its own in the network namespace pinned at path. Sockets fn
-// creates belong to that namespace and keep working from any thread afterwards. The thread ends
-// with fn, so fn must not start processes (their parent-death signal would fire at once).
+// inNetns runs fn on a thread in the network namespace pinned at path. Sockets fn creates
+// belong to that namespace and keep working from any thread afterwards. fn must not start
+// processes.
 func inNetns(path string, fn func() error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("opening network namespace %s: %w", path, err)
+	}
+	defer f.Close()
+	return onThread(func() error {
+		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
+			return fmt.Errorf("entering network namespace %s: %w", path, err)
+		}
+		return fn()
+	})
+}
+
+// onThread runs fn locked to a thread whose network namespace it may change, and puts the thread
+// back in its namespace afterwards. The thread must live on: a process started by a thread that
+// this program once ran on gets SIGKILL when the thread ends (the parent-death signal of
+// e2e/clusters' processes), and the runtime ends a thread whose goroutine exits locked. So a
+// thread that cannot go back is parked for good instead.
+func onThread(fn func() error) error {
 	errc := make(chan error, 1)
 	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		f, err := os.Open(path)
+		runtime.LockOSThread()
+		home, err := os.Open("/proc/thread-self/ns/net")
 		if err != nil {
-			errc <- fmt.Errorf("opening network namespace %s: %w", path, err)
+			runtime.UnlockOSThread()
+			errc <- fmt.Errorf("opening this thread's network namespace: %w", err)
 			return
 		}
-		defer f.Close()
-		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
-			errc <- fmt.Errorf("entering network namespace %s: %w", path, err)
-			return
-		}
+		defer home.Close()
 		errc <- fn()
+		if err := unix.Setns(int(home.Fd()), unix.CLONE_NEWNET); err != nil {
+			select {} // in another namespace for good: no goroutine may run here again
+		}
+		runtime.UnlockOSThread()
 	}()
 	return <-errc
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -94,8 +96,37 @@ func (n *Node) ContainerdCommand(netns, containerd string) ([]string, error) {
 		return nil, err
 	}
 	script := enter + "mkdir -p /run/containerd\nmount -t tmpfs -o mode=0711 fluxfed-realnode /run/containerd\n" +
+		n.maskKernelTunables() +
 		"exec nsenter --net=" + quote(netns) + " -- " + quote(containerd) + " --config " + quote(n.ContainerdConfigPath()) + "\n"
 	return []string{"unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", script}, nil
+}
+
+// kernelTunables are the kernel settings the kubelet sets when they differ (it does not take
+// no for an answer: with protectKernelDefaults it refuses to start instead). They belong to the
+// whole machine, not to a namespace, so the kubelet must not change them here.
+var kernelTunables = map[string]string{
+	"vm/overcommit_memory":      "1",
+	"vm/panic_on_oom":           "0",
+	"kernel/panic":              "10",
+	"kernel/panic_on_oops":      "1",
+	"kernel/keys/root_maxkeys":  "1000000",
+	"kernel/keys/root_maxbytes": "25000000",
+}
+
+// maskKernelTunables is shell that shows, in the node's mount namespace only, a file with the
+// value the kubelet wants over each of kernelTunables in /proc/sys: it reads them, finds
+// nothing to change, and the machine's settings stay as they are.
+func (n *Node) maskKernelTunables() string {
+	names := slices.Sorted(maps.Keys(kernelTunables))
+	dir := filepath.Join(n.Dir, "kernel-tunables")
+	var b strings.Builder
+	b.WriteString("mkdir -p " + quote(dir) + "\n")
+	for _, name := range names {
+		file := filepath.Join(dir, strings.ReplaceAll(name, "/", "."))
+		b.WriteString("echo " + kernelTunables[name] + " > " + quote(file) + "\n")
+		b.WriteString("mount --bind " + quote(file) + " " + quote("/proc/sys/"+name) + "\n")
+	}
+	return b.String()
 }
 
 // KubeletCommand is the command line that runs the kubelet for the node: in containerd's
@@ -126,10 +157,11 @@ func DNSCommand(netns, cgroup, coredns, corefile string) ([]string, error) {
 }
 
 // Corefile serves the zone cluster.local from the API server (the kubernetes plugin, through
-// kubeconfig) on address, and nothing else: there is no forward plugin, so a name outside the
-// zone is refused, never passed on.
-func Corefile(address, kubeconfig string) string {
-	return fmt.Sprintf("cluster.local:53 {\n    bind %s\n    kubernetes cluster.local {\n        kubeconfig %s\n    }\n}\n", address, kubeconfig)
+// kubeconfig), and nothing else: there is no forward plugin, so a name outside the zone is
+// refused, never passed on. It listens on port 53 of every address of the sandbox (the CoreDNS
+// of e2e/k8sbin has no bind plugin), among them the cluster DNS address on its lo.
+func Corefile(kubeconfig string) string {
+	return fmt.Sprintf("cluster.local:53 {\n    errors\n    kubernetes cluster.local {\n        kubeconfig %s\n    }\n}\n", kubeconfig)
 }
 
 // joinCgroup is shell that moves the shell itself into cgroup in every v1 hierarchy, so that
