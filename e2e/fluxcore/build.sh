@@ -13,6 +13,12 @@
 # runs as root; otherwise the script names the missing packages and the command that installs
 # them. A warm run checks that the build is there and answers with its version, and builds nothing.
 # Prints the prefix on its last line; tests find it through FLUXFED_FLUX_CORE or the cache.
+#
+# With FLUX_CORE_PREFIX set (an absolute path), it builds instead a flux-core for that prefix, where
+# something else will run it (the flux view of real pods: /mnt/flux/view), and installs it with
+# DESTDIR into $FLUXFED_FLUX_CACHE/<version>-for<prefix, / as ->/ (for /mnt/flux/view:
+# 0.88.0-for-mnt-flux-view/mnt/flux/view/bin/flux). It cannot run from there, so the warm check
+# is the build's completion mark. Prints that DESTDIR on its last line.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -22,10 +28,24 @@ cache_root=${FLUXFED_FLUX_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/fluxfed/flux-co
 prefix="$cache_root/$FLUX_CORE_VERSION"
 tarball_name="flux-core-$FLUX_CORE_VERSION.tar.gz"
 release_url="https://github.com/flux-framework/flux-core/releases/download/v$FLUX_CORE_VERSION/$tarball_name"
+# dest is where `make install` puts the build (DESTDIR), empty when it runs where it is installed.
+dest=
+if [[ -n "${FLUX_CORE_PREFIX:-}" ]]; then
+	[[ "$FLUX_CORE_PREFIX" =~ ^(/[A-Za-z0-9._-]+)+$ ]] || {
+		printf 'flux-core: FLUX_CORE_PREFIX=%q is not an absolute path of plain names\n' "$FLUX_CORE_PREFIX" >&2
+		exit 1
+	}
+	prefix=$FLUX_CORE_PREFIX
+	dest="$cache_root/$FLUX_CORE_VERSION-for${FLUX_CORE_PREFIX//\//-}"
+fi
 
 log() { printf 'flux-core: %s\n' "$*" >&2; }
 
 up_to_date() {
+	if [[ -n "$dest" ]]; then
+		[[ -x "$dest$prefix/bin/flux" && "$(cat "$dest/.complete" 2>/dev/null)" == "$FLUX_CORE_VERSION" ]]
+		return
+	fi
 	[[ -f "$prefix/.complete" && -x "$prefix/bin/flux" ]] || return 1
 	"$prefix/bin/flux" version 2>/dev/null | grep -Eq "^commands:[[:space:]]*$FLUX_CORE_VERSION([[:space:]]|$)"
 }
@@ -44,6 +64,11 @@ build_shim() {
 }
 
 if up_to_date; then
+	if [[ -n "$dest" ]]; then
+		log "cached in $dest (for $prefix)"
+		echo "$dest"
+		exit 0
+	fi
 	build_shim
 	log "cached in $prefix"
 	echo "$prefix"
@@ -111,7 +136,12 @@ tarball=$(find_tarball)
 
 start=$(date +%s)
 work="$cache_root/.build-$FLUX_CORE_VERSION"
-rm -rf "$work" "$prefix"
+if [[ -n "$dest" ]]; then
+	work="$dest.build"
+	rm -rf "$work" "$dest"
+else
+	rm -rf "$work" "$prefix"
+fi
 mkdir -p "$work"
 trap 'rm -rf "$work"' EXIT
 tar -xzf "$tarball" -C "$work"
@@ -124,12 +154,18 @@ log "building flux-core $FLUX_CORE_VERSION for $prefix (cold builds take about 5
 	[[ -x configure ]] || ./autogen.sh
 	./configure --prefix="$prefix" --disable-docs
 	make -j"$(nproc)"
-	make install
+	make install ${dest:+DESTDIR="$dest"}
 } >"$work/build.log" 2>&1 || {
 	tail -40 "$work/build.log" >&2
 	log "the build failed; the end of its log is above"
 	exit 1
 }
+if [[ -n "$dest" ]]; then
+	echo "$FLUX_CORE_VERSION" >"$dest/.complete"
+	log "built in $(($(date +%s) - start))s for $prefix: $dest"
+	echo "$dest"
+	exit 0
+fi
 touch "$prefix/.complete"
 log "built in $(($(date +%s) - start))s: $("$prefix/bin/flux" version | head -1)"
 build_shim
