@@ -86,6 +86,21 @@ FLUX_CORE_TARBALL ?=
 flux-core: ## Build (or find cached) flux-core, the real Flux of the real-Flux tests, installing its Debian build dependencies when root.
 	@FLUX_CORE_TARBALL=$(FLUX_CORE_TARBALL) e2e/fluxcore/build.sh >/dev/null
 
+# Real pods (issue 26): containerd, runc and the CNI plugins from Debian, and the images the real
+# nodes import (e2e/realpods), built without a container engine and cached in ~/.cache/fluxfed/images.
+.PHONY: real-pod-deps
+real-pod-deps: ## Install containerd, runc and the CNI plugins that real pods need (Debian packages, with apt-get as root), or name what is missing and how to install it; starts nothing.
+	@e2e/realpods/install-deps.sh >/dev/null
+
+.PHONY: real-pod-images
+real-pod-images: ## Build (or find cached) the real-pod images without a container engine: pause, the flux view (flux-core for /mnt/flux/view) and the application image (debootstrap of Debian bookworm: as root, about 7 minutes the first time).
+	@FLUX_CORE_TARBALL=$(FLUX_CORE_TARBALL) $(GO) run ./e2e/realpods/cmd/realpod-images >/dev/null
+
+.PHONY: real-pod-test
+real-pod-test: real-pod-deps real-pod-images ## Import the real-pod images into a containerd of the test's own and run them there (go test -tags realpods ./e2e/realpods), where only loopback exists.
+	@mkdir -p $(TOOLS_DIR) && $(GO) build -o $(TOOLS_DIR)/loopback ./e2e/cmd/loopback
+	@$(GO) test -exec $(TOOLS_DIR)/loopback -tags realpods ./e2e/realpods -count=1 -timeout 20m $(TESTFLAGS)
+
 ##@ Test
 
 # The go test -timeout of each package: three times or more what it took on a busy 2-core machine,
