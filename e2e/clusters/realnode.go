@@ -135,7 +135,7 @@ func (l *localProvider) startRealNodes(ctx context.Context, env *Environment, c 
 	errs := make([]error, len(names))
 	var wg sync.WaitGroup
 	for i, name := range names {
-		wg.Go(func() { errs[i] = l.startRealNode(ctx, env, c, plan, keys, files, l.nodes+i+1, name) })
+		wg.Go(func() { errs[i] = l.startRealNode(ctx, env, c, cs, plan, keys, files, l.nodes+i+1, name) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)
@@ -184,8 +184,9 @@ func (l *localProvider) startDaemon(env *Environment, c *Cluster, spec procSpec)
 	return p, nil
 }
 
-// startRealNode starts node number n of the cluster: containerd, the images, the kubelet.
-func (l *localProvider) startRealNode(ctx context.Context, env *Environment, c *Cluster, plan addressPlan, keys *pki, files pkiFiles, n int, name string) error {
+// startRealNode starts node number n of the cluster: containerd, the images, the kubelet; and
+// waits until the node is Ready.
+func (l *localProvider) startRealNode(ctx context.Context, env *Environment, c *Cluster, cs kubernetes.Interface, plan addressPlan, keys *pki, files pkiFiles, n int, name string) error {
 	dir := filepath.Join(c.Dir, "nodes", name)
 	pkiDir := filepath.Join(dir, "pki")
 	if err := os.MkdirAll(pkiDir, 0o700); err != nil {
@@ -263,8 +264,23 @@ func (l *localProvider) startRealNode(ctx context.Context, env *Environment, c *
 	if err != nil {
 		return err
 	}
-	_, err = l.startDaemon(env, c, procSpec{component: componentKubelet + "-" + name, path: argv[0], args: argv[1:], binary: kubelet})
-	return err
+	kp, err := l.startDaemon(env, c, procSpec{component: componentKubelet + "-" + name, path: argv[0], args: argv[1:], binary: kubelet})
+	if err != nil {
+		return err
+	}
+	kubeletStarted := time.Now()
+	if err := env.poll(ctx, c, "real node "+name+" to be Ready", kp.Component, func(ctx context.Context) (bool, error) {
+		node, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return nodeReady(node), fmt.Errorf("node %s is not Ready", name)
+	}); err != nil {
+		return err
+	}
+	env.logf("Cluster %s: real node %s is Ready %s after its containerd started (%s after its kubelet)",
+		c.Name, name, time.Since(started).Round(100*time.Millisecond), time.Since(kubeletStarted).Round(100*time.Millisecond))
+	return nil
 }
 
 // apiServerAddress is the host:port of the cluster's API server on loopback.

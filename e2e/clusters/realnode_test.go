@@ -30,17 +30,24 @@ import (
 
 	"github.com/fluxfed/fluxfed/e2e/netguard"
 	"github.com/fluxfed/fluxfed/e2e/realnode"
+	"github.com/fluxfed/fluxfed/e2e/realpods"
 )
 
-// The images of these tests: one static program (testdata/probe) under two names.
-const (
-	testPauseImage = "fluxfed.test/pause:1"
-	testProbeImage = "fluxfed.test/probe:1"
-)
+// testProbeImage is the image of these tests' pods: one static program, testdata/probe. Their
+// sandboxes run the pause image of the real-pod lane (e2e/realpods).
+const testProbeImage = "fluxfed.test/probe:1"
 
-// buildTestImages builds testdata/probe and packs it as the pause image and the probe image, in
-// one archive for ctr to import.
-func buildTestImages(t *testing.T) string {
+// testImages returns the archives the real nodes of these tests import: the pause image of
+// e2e/realpods, and the probe image, built here.
+func testImages(t *testing.T) []string {
+	t.Helper()
+	pause, err := realpods.Archive(realpods.PauseImage)
+	require.NoError(t, err)
+	return []string{pause, buildProbeImage(t)}
+}
+
+// buildProbeImage builds testdata/probe and packs it as the probe image.
+func buildProbeImage(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "probe")
@@ -68,15 +75,10 @@ func buildTestImages(t *testing.T) string {
 		require.NoError(t, err)
 		return img
 	}
-	pause, err := name.NewTag(testPauseImage)
-	require.NoError(t, err)
 	probe, err := name.NewTag(testProbeImage)
 	require.NoError(t, err)
-	archive := filepath.Join(dir, "images.tar")
-	require.NoError(t, tarball.MultiRefWriteToFile(archive, map[name.Reference]v1.Image{
-		pause: image("/probe", "pause"),
-		probe: image("/probe"),
-	}))
+	archive := filepath.Join(dir, "probe.tar")
+	require.NoError(t, tarball.WriteToFile(archive, probe, image("/probe")))
 	return archive
 }
 
@@ -145,7 +147,7 @@ func terminated(pod *corev1.Pod) *corev1.ContainerStateTerminated {
 
 func TestRealNodes(t *testing.T) {
 	requireRealNodePrereqs(t)
-	archive := buildTestImages(t)
+	images := testImages(t)
 	// Registered before StartT's, so run after the clusters stopped.
 	var sandbox *realnode.Sandbox
 	t.Cleanup(func() {
@@ -160,7 +162,7 @@ func TestRealNodes(t *testing.T) {
 	start := time.Now()
 	env := StartT(t, Options{
 		Names: []string{"real"}, NodesPerCluster: 1, RealNodes: 2,
-		RealNodeImages: []string{archive}, PauseImage: testPauseImage,
+		RealNodeImages: images, PauseImage: realpods.PauseImage,
 	})
 	t.Logf("The cluster came up in %s", time.Since(start).Round(100*time.Millisecond))
 	c := env.Cluster("real")
@@ -168,7 +170,6 @@ func TestRealNodes(t *testing.T) {
 	cs, err := kubernetes.NewForConfig(c.Config)
 	require.NoError(t, err)
 	ctx := context.Background()
-	t.Cleanup(func() { logNodeFigures(t, c) })
 
 	require.Len(t, c.RealNodes, 2)
 	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: LabelRealNode + "=true"})
@@ -215,9 +216,11 @@ func TestRealNodes(t *testing.T) {
 		s.Labels["group"] = "peers"
 		s.Spec.Hostname, s.Spec.Subdomain = "server", "peers"
 		s.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "probe", ContainerPort: 7000}}
+		created := time.Now()
 		_, err = cs.CoreV1().Pods(metav1.NamespaceDefault).Create(ctx, s, metav1.CreateOptions{})
 		require.NoError(t, err)
 		server = waitPod(t, cs, "server", 2*time.Minute, "runs", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" })
+		t.Logf("Pod server on %s Running %s after its creation", node2, time.Since(created).Round(100*time.Millisecond))
 
 		_, err = cs.CoreV1().Pods(metav1.NamespaceDefault).Create(ctx, probePod("client", node1, "dial", "server.peers.default.svc.cluster.local:7000"), metav1.CreateOptions{})
 		require.NoError(t, err)
@@ -228,8 +231,6 @@ func TestRealNodes(t *testing.T) {
 		require.NotNil(t, term)
 		require.Equal(t, "hello from server", term.Message, "exit code %d", term.ExitCode)
 		require.Equal(t, corev1.PodSucceeded, pod.Status.Phase)
-
-		t.Logf("Pod server on %s ran %s after its creation", node2, runningSince(server).Sub(server.CreationTimestamp.Time).Round(100*time.Millisecond))
 
 		// The API server reaches the kubelet for the logs, on the node's address.
 		logs, err := cs.CoreV1().Pods(metav1.NamespaceDefault).GetLogs("server", &corev1.PodLogOptions{}).DoRaw(ctx)
@@ -301,14 +302,21 @@ func TestRealNodes(t *testing.T) {
 			require.Equal(t, int32(137), term.ExitCode, "killed by SIGKILL")
 		}
 	})
-}
 
-// runningSince is when pod's first container started.
-func runningSince(pod *corev1.Pod) time.Time {
-	if len(pod.Status.ContainerStatuses) > 0 && pod.Status.ContainerStatuses[0].State.Running != nil {
-		return pod.Status.ContainerStatuses[0].State.Running.StartedAt.Time
-	}
-	return time.Time{}
+	// As `clusters down` does, from the state file: the cleanup registered first checks that
+	// nothing of the sandbox is left.
+	t.Run("Stop from the state file removes the real nodes", func(t *testing.T) {
+		logNodeFigures(t, c)
+		loaded, err := Load(env.Dir)
+		require.NoError(t, err)
+		require.Equal(t, c.Sandbox, loaded.Cluster("real").Sandbox)
+		require.True(t, loaded.Running())
+		require.NoError(t, loaded.Stop())
+		require.False(t, loaded.Running())
+		for _, p := range c.Processes {
+			require.False(t, p.Running(), "%s still runs", p.Component)
+		}
+	})
 }
 
 // logNodeFigures logs the memory of each real node's daemons, and the machine's load.

@@ -1,7 +1,6 @@
-// Command probe is the one program of the images the real-node tests run (built static, packed
+// Command probe is the program of the image the real-node tests' pods run (built static, packed
 // by the tests, imported into the nodes):
 //
-//	probe pause                 wait for SIGTERM or SIGINT, then exit 0 (the pods' sandbox)
 //	probe exit CODE MESSAGE     write MESSAGE as the termination message, exit with CODE
 //	probe serve PORT            answer every TCP connection on PORT with the host name
 //	probe dial HOST:PORT        connect, and end with what the server said as the message
@@ -23,13 +22,9 @@ const terminationLog = "/dev/termination-log"
 
 func main() {
 	if len(os.Args) < 2 {
-		fail("usage: probe pause|exit|serve|dial|ignore-term ...")
+		fail("usage: probe exit|serve|dial|ignore-term ...")
 	}
 	switch os.Args[1] {
-	case "pause":
-		ch := make(chan os.Signal, 1)
-		signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT)
-		<-ch
 	case "exit":
 		code, err := strconv.Atoi(arg(2))
 		if err != nil {
