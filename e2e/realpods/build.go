@@ -106,7 +106,6 @@ func (b *Builder) Build(ctx context.Context, ref string) (Result, error) {
 	if old, err := os.ReadFile(keyFile); err == nil && string(old) == key {
 		if info, err := os.Stat(res.Archive); err == nil {
 			res.Took, res.Size = time.Since(start), info.Size()
-			b.logf("%s is up to date: %s", ref, res.Archive)
 			return res, nil
 		}
 	}

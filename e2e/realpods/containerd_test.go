@@ -99,6 +99,11 @@ func TestImagesRunInContainerd(t *testing.T) {
 	// A Python command of flux, which needs the Python modules of the image.
 	out = ctrRun(ctx, t, address, mounts(ro...), AppImage, "flux-python", ViewPrefix+"/bin/flux", "python", "-c", "import flux, flux.job, flux.constraint.parser, yaml, _cffi_backend; print('python ok')")
 	require.Contains(t, out, "python ok")
+	// flux-view.sh, which users source in a broker pod, finds the view's flux and Python bindings.
+	out = ctrRun(ctx, t, address, mounts(ro...), AppImage, "flux-view-sh", "/bin/bash", "-c",
+		`. `+names.DefaultMountPath+`/flux-view.sh && command -v flux && python3 -c 'import flux; print(flux.__file__)'`)
+	require.Contains(t, out, ViewPrefix+"/bin/flux\n")
+	require.Contains(t, out, ViewPrefix+"/lib/python3")
 	// A broker of its own, and a job through the job shell (Lua): the run-time of Flux is all there.
 	out = ctrRun(ctx, t, address, mounts(ro...), AppImage, "flux-start", ViewPrefix+"/bin/flux", "start", "--test-size=1",
 		ViewPrefix+"/bin/flux", "run", "echo", "a job ran")
