@@ -25,6 +25,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -38,7 +39,7 @@ var (
 	sizes      = flag.String("managermem.sizes", "100,300,1000", "comma-separated numbers of MiniClusters, one API server each")
 	binaries   = flag.String("managermem.binaries", "fluxfed", "comma-separated binaries to measure: fluxfed (run as `fluxfed manager`) or NAME=./PACKAGE (another main that runs the manager with its flags, e.g. one that calls internal/manager alone, or ./cmd/fluxfed built with -overlay)")
 	wait       = flag.Duration("managermem.wait", 15*time.Minute, "how long a run waits for every MiniCluster to have a status (or, beside the Flux Operator, every object) before it fails")
-	profiles   = flag.String("managermem.profiles", "", "directory to write the profiles of each run of a fluxfed binary to: NAME-mc=N.heap, its heap once everything settled (go tool pprof -sample_index inuse_space), and NAME-mc=N.cpu.K, its CPU in consecutive profiles of 5 s from the first create until everything exists (go tool pprof -top NAME-mc=N.cpu.*)")
+	profiles   = flag.String("managermem.profiles", "", "directory to write the profiles of each run to: NAME-mc=N.heap, the heap of a fluxfed binary once everything settled (go tool pprof -sample_index inuse_space), NAME-mc=N.cpu.K, its CPU in consecutive profiles of 5 s from the first create until everything exists (go tool pprof -top NAME-mc=N.cpu.*), and RUN.apiserver.cpu.K, the API server's meanwhile")
 	managerEnv = flag.String("managermem.env", "", "comma-separated NAME=VALUE added to the manager's environment, e.g. GOGC=50")
 	settle     = flag.Duration("managermem.settle", 5*time.Second, "how long the manager runs once every MiniCluster has a status before its memory is read")
 	fluxOp     = flag.String("managermem.fluxoperator", "", "MANAGER,CRD: measure the Flux Operator's manager binary too (built from its source), on API servers that have its MiniCluster CRD (the file CRD) in place of fluxfed's. Every run then creates the MiniClusters with one kubectl apply and waits for every Job, headless Service and ConfigMap, and each size also times kubectl apply with no manager running")
@@ -188,6 +189,7 @@ func measure(b *testing.B, bin binary, path string, n int) {
 	t0 := time.Now()
 	peakAnon := m.sampleAnon(b)
 	stopCPU := m.profileCPU(b, n)
+	stopServerCPU := profileAPIServer(b, env, fmt.Sprintf("%s-mc=%d", bin.name, n))
 	testenv.CreateAll(b, env.Client, mcs)
 	if err := poll(*wait, time.Second, func() bool { return allReported(ctx, env.Client, namespace, n) }, m.exited); err != nil {
 		b.Fatalf("not every one of %d MiniClusters has a status of its generation: %v", n, err)
@@ -195,6 +197,7 @@ func measure(b *testing.B, bin binary, path string, n int) {
 	elapsed := time.Since(t0).Seconds()
 	b.StopTimer()
 	stopCPU()
+	stopServerCPU()
 	logManagedFields(ctx, b, env.Client, mcs[0])
 	time.Sleep(*settle)
 	f := m.figures(b, peakAnon(), n)
@@ -620,7 +623,7 @@ func logManagedFields(ctx context.Context, b *testing.B, c client.Client, mc *fl
 // saveHeapProfile writes the manager's heap profile to path.
 func saveHeapProfile(b *testing.B, addr, path string) {
 	b.Helper()
-	if err := saveProfile(addr, "heap", path); err != nil {
+	if err := saveProfile(http.DefaultClient, "http://"+addr+"/debug/pprof/heap", path); err != nil {
 		b.Fatalf("reading the manager's heap profile: %v", err)
 	}
 	b.Logf("heap profile: %s", path)
@@ -634,7 +637,29 @@ func (m *manager) profileCPU(b *testing.B, n int) func() {
 	if m.pprofAddr == "" {
 		return func() {}
 	}
-	pattern := filepath.Join(*profiles, fmt.Sprintf("%s-mc=%d.cpu.", m.bin.name, n))
+	return profileCPU(b, http.DefaultClient, "http://"+m.pprofAddr, fmt.Sprintf("%s-mc=%d.cpu.", m.bin.name, n))
+}
+
+// profileAPIServer takes CPU profiles of env's kube-apiserver, as profileCPU does, when
+// -managermem.profiles asks for profiles; run names the run.
+func profileAPIServer(b *testing.B, env *testenv.Env, run string) func() {
+	b.Helper()
+	if *profiles == "" {
+		return func() {}
+	}
+	c, err := rest.HTTPClientFor(env.Config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return profileCPU(b, c, strings.TrimSuffix(env.Config.Host, "/"), run+".apiserver.cpu.")
+}
+
+// profileCPU takes CPU profiles of 5 s each, one after the other, from the pprof handlers of
+// the server at base with c, into the files of -managermem.profiles named prefix followed by 1,
+// 2..., until the function it returns is called, which waits for the last one to end.
+func profileCPU(b *testing.B, c *http.Client, base, prefix string) func() {
+	b.Helper()
+	pattern := filepath.Join(*profiles, prefix)
 	stale, _ := filepath.Glob(pattern + "*") // of an earlier run, which go tool pprof would merge in
 	for _, f := range stale {
 		if err := os.Remove(f); err != nil {
@@ -651,7 +676,7 @@ func (m *manager) profileCPU(b *testing.B, n int) func() {
 				return
 			default:
 			}
-			if err := saveProfile(m.pprofAddr, "profile?seconds=5", pattern+strconv.Itoa(k)); err != nil {
+			if err := saveProfile(c, base+"/debug/pprof/profile?seconds=5", pattern+strconv.Itoa(k)); err != nil {
 				done <- err
 				return
 			}
@@ -660,15 +685,15 @@ func (m *manager) profileCPU(b *testing.B, n int) func() {
 	return func() {
 		close(stop)
 		if err := <-done; err != nil {
-			b.Fatalf("taking the manager's CPU profile: %v", err)
+			b.Fatalf("taking a CPU profile from %s: %v", base, err)
 		}
 		b.Logf("CPU profiles: %s* (go tool pprof -top merges them)", pattern)
 	}
 }
 
-// saveProfile writes the profile the manager serves at /debug/pprof/<query> to path.
-func saveProfile(addr, query, path string) error {
-	resp, err := http.Get("http://" + addr + "/debug/pprof/" + query)
+// saveProfile writes the profile at url to path.
+func saveProfile(c *http.Client, url, path string) error {
+	resp, err := c.Get(url)
 	if err != nil {
 		return err
 	}

@@ -179,9 +179,11 @@ func applyAlone(b *testing.B, crd string, n int) float64 {
 	dir := b.TempDir()
 	env, file := startAPIServer(b, crd, n, dir)
 	watch(b, env) // as in a run with a manager
+	stopServerCPU := profileAPIServer(b, env, fmt.Sprintf("kubectl-alone-crd=%s-mc=%d", crdName(crd), n))
 	b.StartTimer()
 	took := kubectlApply(filepath.Join(dir, "kubeconfig"), file)
 	b.StopTimer()
+	stopServerCPU()
 	if took.err != nil {
 		b.Fatal(took.err)
 	}
@@ -248,6 +250,7 @@ func applyWith(b *testing.B, bin binary, path string, n int) *applied {
 	t0 := time.Now()
 	peakAnon := m.sampleAnon(b)
 	stopCPU := m.profileCPU(b, n)
+	stopServerCPU := profileAPIServer(b, env, fmt.Sprintf("%s-mc=%d", bin.name, n))
 	kubectl := make(chan took, 1)
 	go func() { kubectl <- kubectlApply(m.kubeconfig, file) }()
 	if err := poll(*wait, 100*time.Millisecond, func() bool { return seen.all(want) }, m.exited); err != nil {
@@ -267,6 +270,7 @@ func applyWith(b *testing.B, bin binary, path string, n int) *applied {
 	}
 	r.apply = took.seconds
 	stopCPU()
+	stopServerCPU()
 	for i, mc := range mcs {
 		created := seen.when(miniClustersResource.Resource + "/" + mc.Name)
 		r.latencies = append(r.latencies, seen.when(want[i][0]).Sub(created).Seconds())
@@ -482,7 +486,7 @@ func compare(b *testing.B, bins []binary, results map[string]*applied, alone map
 			out.WriteString(" " + fmt.Sprintf(row.format, row.value(results[bin.name], bin)) + " |")
 		}
 		ratio := row.value(results[ff.name], ff) / row.value(results[fo.name], fo)
-		fmt.Fprintf(&out, " %.2f |\n", ratio)
+		fmt.Fprintf(&out, " %.3g |\n", ratio)
 		b.ReportMetric(ratio, row.unit)
 	}
 	fmt.Fprintf(&out, "kubectl apply alone: %.1f s on fluxfed's CRD, %.1f s on the Flux Operator's", alone[ff.crd], alone[fo.crd])
