@@ -1,11 +1,13 @@
 package k8sbin
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -78,7 +80,10 @@ func TestTheCacheHoldsThePinnedBinaries(t *testing.T) {
 
 	corefile := filepath.Join(t.TempDir(), "Corefile")
 	require.NoError(t, os.WriteFile(corefile, []byte(".:0 {\n\tforward . 127.0.0.1:1\n}\n"), 0o644))
-	out, err = exec.Command(coredns, "-conf", corefile).CombinedOutput()
+	// A CoreDNS that took the Corefile would serve it: the deadline ends it.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err = exec.CommandContext(ctx, coredns, "-conf", corefile).CombinedOutput()
 	require.Error(t, err, "coredns started with a forward plugin: %s", out)
 	require.Contains(t, string(out), "Unknown directive 'forward'")
 }
