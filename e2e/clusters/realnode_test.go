@@ -337,3 +337,29 @@ func logNodeFigures(t *testing.T, c *Cluster) {
 		}
 	}
 }
+
+// Real nodes instead of simulated ones, in two clusters at once: each cluster has its own
+// sandbox, node addresses, pod range and DNS, and no kwok.
+func TestRealNodesInTwoClusters(t *testing.T) {
+	requireRealNodePrereqs(t)
+	images := testImages(t)
+	env := StartT(t, Options{Names: []string{"one", "two"}, RealNodes: 1, RealNodeImages: images, PauseImage: realpods.PauseImage})
+	ctx := context.Background()
+	var ips []string
+	for _, c := range env.Clusters {
+		require.Len(t, c.RealNodes, 1)
+		require.Equal(t, c.RealNodes, c.NodeAddresses, "no simulated node")
+		require.Nil(t, env.process(c, componentKwok), "no kwok without simulated nodes")
+		cs, err := kubernetes.NewForConfig(c.Config)
+		require.NoError(t, err)
+		_, err = cs.CoreV1().Pods(metav1.NamespaceDefault).Create(ctx, probePod("done", c.RealNodes[0], "exit", "0", "done in "+c.Name), metav1.CreateOptions{})
+		require.NoError(t, err)
+		pod := waitPod(t, cs, "done", 2*time.Minute, "ends Succeeded", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
+		require.Equal(t, "done in "+c.Name, terminated(pod).Message)
+		ips = append(ips, pod.Status.PodIP)
+	}
+	require.NotEqual(t, env.Clusters[0].Sandbox.ID, env.Clusters[1].Sandbox.ID)
+	require.True(t, strings.HasPrefix(ips[0], "10.1.1."), ips[0])
+	require.True(t, strings.HasPrefix(ips[1], "10.2.1."), ips[1])
+}
+

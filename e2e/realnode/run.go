@@ -49,7 +49,7 @@ func CheckMachine() error {
 		missing = append(missing, "mounted cgroup hierarchies under /sys/fs/cgroup")
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("real nodes cannot run on this machine; missing:\n  %s", strings.Join(missing, "\n  "))
+		return fmt.Errorf("real nodes cannot run on this machine; missing:\n  %s\n(e2e/realpods/install-deps.sh installs containerd, runc and the CNI plugins)", strings.Join(missing, "\n  "))
 	}
 	return nil
 }
