@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -23,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 	mcbuilder "sigs.k8s.io/multicluster-runtime/pkg/builder"
 	mchandler "sigs.k8s.io/multicluster-runtime/pkg/handler"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
@@ -68,8 +70,11 @@ type Reconciler struct {
 	orphansMu sync.Mutex
 	// keys holds the key of the hub's proofs of ownership, once read.
 	keys keyring
-	// fluxEvents wakes the roots whose Flux instance told a follower of a change (fluxstream.go).
-	fluxEvents fluxEvents
+	// wakes wakes the roots whose Flux instance told a follower of a change (fluxstream.go), and
+	// those whose lead broker's greeting changed (leadprobe.go).
+	wakes wakes
+	// probing is set while the lead prober runs: a root is then greeted by it, not requeued for it.
+	probing atomic.Bool
 }
 
 // Setup adds the hub to mgr: the root reconciler and the orphan sweep. registry is the provider
@@ -99,6 +104,9 @@ func Setup(mgr mcmanager.Manager, registry Members, opts Options) (*Reconciler, 
 	if err := local.Add(&sweeper{r: r}); err != nil {
 		return nil, err
 	}
+	if err := local.Add(&leadProber{r: r}); err != nil {
+		return nil, err
+	}
 
 	// Every watch says which clusters it engages: the hub's own (roots, their lead broker
 	// Service, pod and CURVE Secret, the MemberClusters) or the members' (children, their Secrets).
@@ -114,7 +122,7 @@ func Setup(mgr mcmanager.Manager, registry Members, opts Options) (*Reconciler, 
 			mcbuilder.WithPredicates(predicate.Funcs{UpdateFunc: memberMoved})).
 		Watches(&fluxv1alpha2.MiniCluster{}, toRoots(r.pushedToRoot), onMembers[0], onMembers[1]).
 		Watches(&corev1.Secret{}, toRoots(r.pushedToRoot), onMembers[0], onMembers[1]).
-		WatchesRawSource(&r.fluxEvents).
+		WatchesRawSource(&r.wakes).
 		WithOptions(controller.TypedOptions[mcreconcile.Request]{
 			MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 			SkipNameValidation:      local.GetControllerOptions().SkipNameValidation,
@@ -211,6 +219,41 @@ func (r *Reconciler) burst(ctx context.Context, root *fluxv1alpha2.MiniCluster) 
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{RequeueAfter: fed.requeue}, nil
+}
+
+// wakes is the source through which what the hub runs beside the watches wakes roots: the
+// followers of Flux instances (fluxstream.go) and the lead prober (leadprobe.go). Once the
+// controller started it, it holds the controller's queue, and the context they run in.
+type wakes struct {
+	mu    sync.Mutex
+	ctx   context.Context
+	queue workqueue.TypedRateLimitingInterface[mcreconcile.Request]
+}
+
+var _ source.TypedSource[mcreconcile.Request] = &wakes{}
+
+// Start keeps the controller's queue; what wakes roots runs until ctx ends.
+func (s *wakes) Start(ctx context.Context, queue workqueue.TypedRateLimitingInterface[mcreconcile.Request]) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ctx, s.queue = ctx, queue
+	return nil
+}
+
+// started returns the context what wakes roots runs in, once the controller started.
+func (s *wakes) started() (context.Context, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ctx, s.ctx != nil
+}
+
+// wake queues a reconcile of the root key after delay.
+func (s *wakes) wake(key types.NamespacedName, delay time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.queue != nil {
+		s.queue.AddAfter(rootRequest(key.Namespace, key.Name), delay)
+	}
 }
 
 // toRoots turns a map function into a handler whose requests are for roots on the hub,

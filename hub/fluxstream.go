@@ -3,14 +3,10 @@ package hub
 import (
 	"bytes"
 	"context"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/source"
-	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/flux"
@@ -41,40 +37,6 @@ type follower struct {
 	ready time.Time
 }
 
-// fluxEvents is the source through which the followers wake their roots: once the controller
-// started it, it holds the controller's queue, and the context followers run in.
-type fluxEvents struct {
-	mu    sync.Mutex
-	ctx   context.Context
-	queue workqueue.TypedRateLimitingInterface[mcreconcile.Request]
-}
-
-var _ source.TypedSource[mcreconcile.Request] = &fluxEvents{}
-
-// Start keeps the controller's queue; followers run until ctx ends.
-func (s *fluxEvents) Start(ctx context.Context, queue workqueue.TypedRateLimitingInterface[mcreconcile.Request]) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.ctx, s.queue = ctx, queue
-	return nil
-}
-
-// started returns the context followers run in, once the controller started.
-func (s *fluxEvents) started() (context.Context, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.ctx, s.ctx != nil
-}
-
-// wake queues a reconcile of the root key after followDelay.
-func (s *fluxEvents) wake(key types.NamespacedName) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.queue != nil {
-		s.queue.AddAfter(rootRequest(key.Namespace, key.Name), followDelay)
-	}
-}
-
 // follow starts a follower of root's instance when one should run and none does, and stops the
 // one that runs when none should. It returns how soon to come back to start one that is not
 // due yet (0 when none is awaited). w.mu is held.
@@ -96,7 +58,7 @@ func (r *Reconciler) follow(ctx context.Context, root *fluxv1alpha2.MiniCluster,
 	if wait := w.followAt.Sub(now); wait > 0 {
 		return wait
 	}
-	parent, ok := r.fluxEvents.started()
+	parent, ok := r.wakes.started()
 	if !ok {
 		return 0
 	}
@@ -134,7 +96,7 @@ func (r *Reconciler) heard(key types.NamespacedName, w *fluxWatch, f *follower, 
 	}
 	w.woken = true
 	w.mu.Unlock()
-	r.fluxEvents.wake(key)
+	r.wakes.wake(key, followDelay)
 }
 
 // followerEnded forgets follower f of root key, and wakes the root: what changed while nobody
@@ -157,7 +119,7 @@ func (r *Reconciler) followerEnded(key types.NamespacedName, w *fluxWatch, f *fo
 	w.interval = min(w.interval, r.opts.FluxInterval)
 	w.woken = true
 	w.mu.Unlock()
-	r.fluxEvents.wake(key)
+	r.wakes.wake(key, followDelay)
 }
 
 // stopFollowing stops the follower of the instance, if one runs: the hub forgets the root (it

@@ -8,7 +8,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
-	"github.com/fluxfed/fluxfed/bursting"
 	"github.com/fluxfed/fluxfed/flux"
 	"github.com/fluxfed/fluxfed/internal/metrics"
 )
@@ -91,6 +90,13 @@ func (m *rootMemory) setProbe(p probeResult) {
 	m.probe = &p
 }
 
+// forgetProbe drops the last greeting: the root has no endpoint to greet.
+func (m *rootMemory) forgetProbe() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.probe = nil
+}
+
 func (m *rootMemory) lastLead() (*fluxv1alpha2.LeadBrokerStatus, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -154,11 +160,13 @@ func (m *rootMemory) asked() bool {
 	return m.flux != nil
 }
 
-// probeResult is the last greeting of a root's lead broker.
+// probeResult is the last greeting of a root's lead broker: the root, the lead greeted (its
+// endpoint, and where that came from), what the greeting found and when.
 type probeResult struct {
-	endpoint bursting.Endpoint
-	err      error
-	at       time.Time
+	root types.NamespacedName
+	lead lead
+	err  error
+	at   time.Time
 }
 
 // fluxWatch is what the hub knows of one root's Flux instance.

@@ -31,13 +31,21 @@ func (r *Reconciler) observe(ctx context.Context, root *fluxv1alpha2.MiniCluster
 		endpoint, reason, err := AdvertisedEndpoint(root, svc, node)
 		fed.lead = lead{endpoint: endpoint, reason: reason, err: err}
 	}
-	if fed.lead.endpoint.Address != "" {
+	if fed.lead.endpoint.Address == "" {
+		// Nothing to greet until there is an endpoint again.
+		if m, ok := r.memory.peek(root.UID); ok {
+			m.forgetProbe()
+		}
+	} else {
 		if fed.lead.err = r.probe(ctx, root, fed.lead); fed.lead.err != nil {
 			fed.lead.reason = fluxv1alpha2.ReasonNotAnswering
 		}
 		// Greeted again, answering or not, so that an endpoint that stops answering is
-		// reported within LeadProbeBound.
-		fed.requeue = r.opts.ProbeInterval
+		// reported within LeadProbeBound: by the lead prober, which wakes the root when the
+		// greeting changes, or else by a reconcile each interval.
+		if !r.probing.Load() {
+			fed.requeue = r.opts.ProbeInterval
+		}
 		plan, err := bursting.NewPlan(root, fed.lead.endpoint, r.opts.Name)
 		if err != nil {
 			return nil, &invalidError{err}
@@ -120,14 +128,14 @@ func (r *Reconciler) leadNode(ctx context.Context, root *fluxv1alpha2.MiniCluste
 }
 
 // probe greets the lead broker at the endpoint, at most once per ProbeInterval, whether it
-// answered or not (greetLead says how).
+// answered or not (greetLead says how); the lead prober greets it again from then on.
 func (r *Reconciler) probe(ctx context.Context, root *fluxv1alpha2.MiniCluster, l lead) error {
 	now := r.opts.Clock()
 	m := r.memory.of(root.UID)
-	if last, ok := m.lastProbe(); ok && last.endpoint == l.endpoint && now.Sub(last.at) < r.opts.ProbeInterval {
+	if last, ok := m.lastProbe(); ok && last.lead.endpoint == l.endpoint && last.lead.reason == l.reason && now.Sub(last.at) < r.opts.ProbeInterval {
 		return last.err
 	}
 	err := r.greetLead(ctx, l)
-	m.setProbe(probeResult{endpoint: l.endpoint, err: err, at: now})
+	m.setProbe(probeResult{root: client.ObjectKeyFromObject(root), lead: l, err: err, at: now})
 	return err
 }
