@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/hub"
@@ -33,8 +34,9 @@ var (
 // by default), each bursting onto two members, are created ten at a time as fast as the hub's
 // API server takes them. It reports, from each root's creation to both of its children existing
 // on their members, the median and p99 and the roots per second, the hub process's CPU per root
-// and peak RSS, the hub's requests per root to the members, the bursts that ended Failed, and,
-// once everything settled, the hub's requests to the members and CPU per minute:
+// and peak RSS, the hub's requests per root to the members, the bursts that ended Failed, the
+// hub's reconciles per root, and, once everything settled, the hub's requests to the members,
+// CPU and reconciles per minute:
 //
 //	go test ./hub -run '^$' -bench ManyRoots -benchtime 1x -timeout 30m [-cpuprofile cpu.out -memprofile mem.out]
 //
@@ -53,6 +55,7 @@ func BenchmarkManyRoots(b *testing.B) {
 
 		memberBefore := a.requests.Load() + m.requests.Load()
 		cpuBefore := cpuTime()
+		reconcilesBefore := hubReconciles(b)
 		created := make([]time.Time, n)
 		b.StartTimer()
 		start := time.Now()
@@ -87,11 +90,13 @@ func BenchmarkManyRoots(b *testing.B) {
 		b.StopTimer()
 		cpu := cpuTime() - cpuBefore
 		memberRequests := a.requests.Load() + m.requests.Load() - memberBefore
+		reconciles := hubReconciles(b) - reconcilesBefore
 
 		// Settled: every burst reported, then nothing is expected to move.
 		failed := waitReported(b, f, ns, n)
 		settledMembers := a.requests.Load() + m.requests.Load()
 		settledCPU := cpuTime()
+		settledReconciles := hubReconciles(b)
 		if *benchSettledProfile != "" {
 			out, err := os.Create(*benchSettledProfile)
 			require.NoError(b, err)
@@ -113,9 +118,33 @@ func BenchmarkManyRoots(b *testing.B) {
 		b.ReportMetric(float64(failed), "failed-bursts")
 		b.ReportMetric(float64(a.requests.Load()+m.requests.Load()-settledMembers)*perMinute, "settled-member-requests/min")
 		b.ReportMetric(float64((cpuTime()-settledCPU).Milliseconds())*perMinute, "settled-cpu-ms/min")
+		b.ReportMetric(reconciles/float64(n), "reconciles/root")
+		b.ReportMetric((hubReconciles(b)-settledReconciles)*perMinute, "settled-reconciles/min")
 		load, _ := os.ReadFile("/proc/loadavg")
 		b.Logf("%d roots x 2 members, GOMAXPROCS %d, load %s", n, runtime.GOMAXPROCS(0), strings.TrimSpace(string(load)))
 	}
+}
+
+// hubReconciles returns how many reconciles the hub's root controller ran in this process so far
+// (controller-runtime's controller_runtime_reconcile_total, every result).
+func hubReconciles(b *testing.B) float64 {
+	b.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	require.NoError(b, err)
+	total := 0.0
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == "hub" {
+					total += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return total
 }
 
 // childWatch records when each child was first seen on its member.
