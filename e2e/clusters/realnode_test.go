@@ -362,4 +362,3 @@ func TestRealNodesInTwoClusters(t *testing.T) {
 	require.True(t, strings.HasPrefix(ips[0], "10.1.1."), ips[0])
 	require.True(t, strings.HasPrefix(ips[1], "10.2.1."), ips[1])
 }
-
