@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the Kubernetes binaries that fluxfed's tests run as local processes, from Go modules
 # through the module proxy: kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and
-# kubelet (k8s.io/kubernetes), etcd (go.etcd.io/etcd/server/v3) and kwok (sigs.k8s.io/kwok). Beside them, in
-# crds/, it puts the Prometheus Operator's ServiceMonitor CRD, copied from that operator's module, so
+# kubelet (k8s.io/kubernetes), etcd (go.etcd.io/etcd/server/v3), kwok (sigs.k8s.io/kwok) and CoreDNS
+# (github.com/coredns/coredns, with only the plugins of COREDNS_PLUGINS in versions.env, never
+# forward: the clusters' DNS asks no server outside). Beside them, in crds/, it puts the Prometheus Operator's ServiceMonitor CRD, copied from that operator's module, so
 # that the chart's tests check the ServiceMonitor they render against its real schema.
 #
 # k8s.io/kubernetes replaces its k8s.io/* staging modules with ./staging paths that do not exist in
