@@ -15,7 +15,9 @@
 // apply names the UID it observed, so it never lands on an object deleted and created again
 // since. A create records the field owner's claim as an update's; before an apply changes the
 // object, the claim is turned into an apply's, so that a field dropped from the desired state is
-// dropped from the object too. A new object thus costs one request, its create.
+// dropped from the object too. A new object thus costs one request, its create. The cache may
+// hold objects without their managedFields (cache.TransformStripManagedFields): an apply that
+// changes one then reads it live first, for its claim.
 //
 // A refusal that waits for someone else (an object of the same name that is not ours) or that
 // only a change of spec can lift (invalid, immutable) is a *Refusal carrying the condition
@@ -136,11 +138,24 @@ func (a *Applier) Apply(ctx context.Context, request any, owns Owns) (client.Obj
 		}
 	}
 	if !owns(current) {
-		return nil, &Refusal{Reason: fluxv1alpha2.ReasonConflict, Object: name,
-			Message: "exists and is not fluxfed's: fluxfed does not change or delete it; delete or rename it, or give fluxfed's its own name"}
+		return nil, notOurs(name)
 	}
 	if UpToDate(current, desired) {
 		return current, nil
+	}
+	if len(current.GetManagedFields()) == 0 {
+		// A cache that holds objects without their managedFields (what the claim is made of):
+		// the object is judged again as the API server has it, if it is still the one observed.
+		fresh, err := a.observe(ctx, desired, a.Live)
+		switch {
+		case err != nil:
+			return nil, err
+		case fresh == nil || fresh.GetUID() != current.GetUID():
+			return nil, fmt.Errorf("applying %s: it was deleted or replaced since it was read; trying again", name)
+		case !owns(fresh):
+			return nil, notOurs(name)
+		}
+		current = fresh
 	}
 	if err := a.claim(ctx, current); apierrors.IsConflict(err) {
 		// A cache behind the claim that followed the create, or a change since: the claim is
@@ -169,6 +184,12 @@ func (a *Applier) Apply(ctx context.Context, request any, owns Owns) (client.Obj
 		return nil, classify(name, err)
 	}
 	return a.typed(desired)
+}
+
+// notOurs is the refusal to touch the object named name, which exists and is not ours.
+func notOurs(name string) *Refusal {
+	return &Refusal{Reason: fluxv1alpha2.ReasonConflict, Object: name,
+		Message: "exists and is not fluxfed's: fluxfed does not change or delete it; delete or rename it, or give fluxfed's its own name"}
 }
 
 // create creates the object desired describes, failing with AlreadyExists if one of its name

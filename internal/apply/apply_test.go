@@ -55,7 +55,7 @@ func TestApply(t *testing.T) {
 }
 
 // harness is an applier whose cache holds only objects labelled "ours", in a namespace of its
-// own, and a count of the applier's requests.
+// own, without their managedFields, and a count of the applier's requests.
 type harness struct {
 	env      *testenv.Env
 	ns       string
@@ -91,7 +91,9 @@ func start(t *testing.T, env *testenv.Env) *harness {
 			return rt.RoundTrip(req)
 		})
 	})
-	c, err := cache.New(cfg, cache.Options{Scheme: h.env.Scheme, DefaultNamespaces: map[string]cache.Config{h.ns: {}}, DefaultLabelSelector: labels.SelectorFromSet(labels.Set{ours: "true"})})
+	// As fluxfed's caches do, it holds objects without their managedFields.
+	c, err := cache.New(cfg, cache.Options{Scheme: h.env.Scheme, DefaultNamespaces: map[string]cache.Config{h.ns: {}},
+		DefaultLabelSelector: labels.SelectorFromSet(labels.Set{ours: "true"}), DefaultTransform: cache.TransformStripManagedFields()})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)

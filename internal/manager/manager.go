@@ -217,10 +217,9 @@ func Run(ctx context.Context, opts *Options, version string, logs io.Writer) err
 }
 
 // cacheOptions are the options of the manager's cache of its own cluster: the member's (only
-// the objects of MiniClusters), and MiniClusters without their managedFields, which are as big
-// as the spec and read by nothing that reads the cache (the status is written by server-side
-// apply). The objects fluxfed applies keep theirs: internal/apply claims their fields from the
-// managedFields of the object as the cache holds it.
+// the objects of MiniClusters, without their managedFields), and MiniClusters without theirs,
+// which are as big as the spec and read by nothing that reads the cache (the status is written
+// by server-side apply; internal/apply reads an object live when it needs its managedFields).
 func cacheOptions() cache.Options {
 	byObject := member.CacheByObject()
 	byObject[&fluxv1alpha2.MiniCluster{}] = cache.ByObject{Transform: cache.TransformStripManagedFields()}
