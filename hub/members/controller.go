@@ -232,8 +232,9 @@ func (r *Reconciler) registration(ctx context.Context, mc *fedv1alpha1.MemberClu
 		return notFound(fmt.Sprintf("Secret %s/%s has no key %q with a kubeconfig", r.namespace, ref.Name, key))
 	}
 	reg.Kubeconfig = secret.Data[key]
+	// Read only, for every event of every root: the cache's objects themselves, not copies.
 	var roots fluxv1alpha2.MiniClusterList
-	if err := r.client.List(ctx, &roots); err != nil {
+	if err := r.client.List(ctx, &roots, client.UnsafeDisableDeepCopy); err != nil {
 		// Kept as it is until the roots can be read.
 		if snap, ok := r.registry.Snapshot(mc.Name); ok {
 			reg.Scope = snap.Wanted
@@ -252,8 +253,9 @@ func (r *Reconciler) children(ctx context.Context, snap Snapshot, now time.Time)
 	if snap.Cluster == nil {
 		return Children{}
 	}
+	// Read only, for every event of every child: the cache's objects themselves, not copies.
 	var list fluxv1alpha2.MiniClusterList
-	if err := snap.Cluster.GetCache().List(ctx, &list); err != nil {
+	if err := snap.Cluster.GetCache().List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		return Children{}
 	}
 	return CountChildren(list.Items, now)
