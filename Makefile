@@ -107,14 +107,19 @@ real-pod-test: real-pod-deps real-pod-images ## Import the real-pod images into 
 # so that a loaded machine passes and a hung test still ends. Packages not named get TEST_TIMEOUT.
 # `make test` prints every package's time at the end; raise a package's entry here if it comes close.
 TEST_TIMEOUT ?= 10m
-TEST_TIMEOUTS ?= e2e/realflux=40m,hub=30m,e2e/cmd/demo=20m,e2e=20m,member=20m
+TEST_TIMEOUTS ?= e2e/realflux=40m,e2e/realpodlane=40m,hub=30m,e2e/cmd/demo=20m,e2e=20m,member=20m
+
+# The build tags of make test: realpods adds the real-pod lane (e2e/realpodlane: MiniClusters and
+# the federation on real nodes) and the images' own test (e2e/realpods), whose prerequisites
+# real-pod-deps and real-pod-images install and build first.
+TEST_TAGS ?= realpods
 
 .PHONY: test
-test: ## Run every test (the full lane, what CI runs) against real API servers, local clusters and real Flux (builds the Kubernetes binaries and flux-core the first time), each test binary where only loopback exists; ends with every package's time.
+test: real-pod-deps real-pod-images ## Run every test (the full lane, what CI runs) against real API servers, local clusters, real Flux and real pods (builds the Kubernetes binaries, flux-core and the real-pod images and installs containerd, runc and the CNI plugins the first time), each test binary where only loopback exists; ends with every package's time.
 	@mkdir -p $(TOOLS_DIR) && $(GO) build -o $(TOOLS_DIR)/loopback ./e2e/cmd/loopback && $(GO) build -o $(TOOLS_DIR)/test ./tools/test
 	@assets=$$(e2e/k8sbin/build.sh) && flux=$$(FLUX_CORE_TARBALL=$(FLUX_CORE_TARBALL) e2e/fluxcore/build.sh) && \
 	KUBEBUILDER_ASSETS=$$assets FLUXFED_FLUX_CORE=$$flux $(TOOLS_DIR)/test -exec $(TOOLS_DIR)/loopback \
-		-timeout $(TEST_TIMEOUT) -timeouts '$(TEST_TIMEOUTS)' -- -count=1 $(TESTFLAGS)
+		-timeout $(TEST_TIMEOUT) -timeouts '$(TEST_TIMEOUTS)' -- -count=1 -tags '$(TEST_TAGS)' $(TESTFLAGS)
 
 # The fast lane, make test-fast: every package but those whose tests link e2e/clusters or
 # e2e/fluxcore (they start local clusters or real Flux; found by what their test binaries link,
