@@ -61,6 +61,9 @@ type Reconciler struct {
 	// status writes the member's status fields, and knows when the cache has not seen the
 	// last write yet.
 	status *report.Status
+	// settled remembers the MiniClusters whose objects were last found or made as wanted
+	// (settled.go).
+	settled settledMemory
 }
 
 // +kubebuilder:rbac:groups=flux-framework.org,resources=miniclusters,verbs=get;list;watch
@@ -129,14 +132,15 @@ func secretToMiniCluster(_ context.Context, obj client.Object) []reconcile.Reque
 
 // CacheByObject limits the manager's cache of the kinds the reconciler owns to objects that carry
 // the MiniCluster label, so fluxfed does not hold every Job, Service, ConfigMap and Secret of the
-// cluster in memory (nor need the permission to list them all).
+// cluster in memory (nor need the permission to list them all), and holds them without their
+// managedFields, which internal/apply reads live when an apply changes an object.
 func CacheByObject() map[client.Object]cache.ByObject {
 	selector := labels.NewSelector()
 	req, err := labels.NewRequirement(fluxv1alpha2.LabelMiniCluster, "exists", nil)
 	if err != nil {
 		panic(err) // a constant key; covered by tests
 	}
-	byLabel := cache.ByObject{Label: selector.Add(*req)}
+	byLabel := cache.ByObject{Label: selector.Add(*req), Transform: cache.TransformStripManagedFields()}
 	return map[client.Object]cache.ByObject{
 		&batchv1.Job{}:      byLabel,
 		&corev1.Service{}:   byLabel,
@@ -151,12 +155,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.client.Get(ctx, req.NamespacedName, mc); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.status.Forget(req.NamespacedName)
+			r.settled.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !mc.DeletionTimestamp.IsZero() {
 		// Everything the MiniCluster owns carries its owner reference: the garbage collector
 		// deletes it. Nothing crosses a cluster boundary here, so there is no finalizer.
+		r.settled.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	obs, err := r.reconcileObjects(ctx, mc)

@@ -783,6 +783,23 @@ func TestDriftIsCorrected(t *testing.T) {
 		})
 	})
 
+	t.Run("a label of the Job changed by hand", func(t *testing.T) {
+		// Neither the Job's generation nor its spec moves: what the reconciler remembers of a
+		// settled MiniCluster must still see it.
+		mc := start(t)
+		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: names.JobName(mc), Namespace: mc.Namespace}}
+		h.get(t, job)
+		generation := job.Generation
+		job.Labels[fluxv1alpha2.LabelMiniCluster] = "elsewhere"
+		require.NoError(t, h.c.Update(ctx, job))
+		require.NoError(t, h.c.Get(ctx, client.ObjectKeyFromObject(job), job))
+		require.Equal(t, generation, job.Generation)
+		eventually(t, func(c *assert.CollectT) {
+			require.NoError(c, h.c.Get(ctx, client.ObjectKeyFromObject(job), job))
+			require.Equal(c, mc.Name, job.Labels[fluxv1alpha2.LabelMiniCluster])
+		})
+	})
+
 	t.Run("the deleted CURVE Secret of a root", func(t *testing.T) {
 		mc := start(t)
 		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: names.CurveSecretName(mc), Namespace: mc.Namespace}}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -27,6 +28,9 @@ import (
 // back when someone changes or deletes one of its objects, and the applier sends the object
 // again when the one observed no longer holds what fluxfed owns in it.
 func (r *Reconciler) reconcileObjects(ctx context.Context, mc *fluxv1alpha2.MiniCluster) (observation, error) {
+	if obs, ok := r.settled.unchanged(ctx, r.client, mc); ok {
+		return obs, nil
+	}
 	var obs observation
 	job := &batchv1.Job{}
 	switch err := r.client.Get(ctx, client.ObjectKey{Namespace: mc.Namespace, Name: names.JobName(mc)}, job); {
@@ -47,15 +51,26 @@ func (r *Reconciler) reconcileObjects(ctx context.Context, mc *fluxv1alpha2.Mini
 	if err := r.ensureCurveSecret(ctx, mc, &obs); err != nil {
 		return obs, err
 	}
+	objs := make([]settledObject, 0, len(rendered.Objects)+1)
 	for _, o := range rendered.Objects {
 		applied, err := r.applyObject(ctx, mc, o)
 		if err != nil {
+			r.settled.forget(client.ObjectKeyFromObject(mc))
 			return obs, err
 		}
+		objs = append(objs, settledObject{gvk: o.Kind, obj: applied})
 		// The services Job is a Job too; the status follows the brokers' Job only.
 		if job, ok := applied.(*batchv1.Job); ok && job.Name == names.JobName(mc) {
 			obs.job = job
 		}
+	}
+	// The CURVE Secret as the cache holds it: one just created is not remembered until the cache
+	// has it, and the next reconcile checks everything again.
+	secret := &corev1.Secret{}
+	if err := r.client.Get(ctx, client.ObjectKey{Namespace: mc.Namespace, Name: names.CurveSecretName(mc)}, secret); err == nil && metav1.IsControlledBy(secret, mc) {
+		r.settled.remember(mc, obs.hostlist, append(objs, settledObject{gvk: corev1.SchemeGroupVersion.WithKind("Secret"), obj: secret}))
+	} else {
+		r.settled.forget(client.ObjectKeyFromObject(mc))
 	}
 	return obs, nil
 }
