@@ -18,15 +18,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/e2e/clusters"
 )
 
-// TestAMiniClusterRunsItsJobOnRealPods creates a MiniCluster of two brokers whose job is hostname
-// on a cluster of two real nodes: the flux-view init containers copy the view, the rendered
-// entrypoints start real brokers that find each other through the headless Service and CoreDNS
-// with the CURVE certificate, the job runs, and the MiniCluster completes with the exit status
-// the kubelet reported for the lead container.
-func TestAMiniClusterRunsItsJobOnRealPods(t *testing.T) {
+// TestMiniClustersOnRealPods runs MiniClusters on one cluster of two real nodes: one whose job
+// completes, then every way a MiniCluster ends, as the kubelet reports it.
+func TestMiniClustersOnRealPods(t *testing.T) {
 	c, cl := realCluster(t, "real", 2)
+	t.Run("a MiniCluster runs its job", func(t *testing.T) { testRunsItsJob(t, c, cl) })
+	t.Run("how a MiniCluster ends", func(t *testing.T) { testHowItEnds(t, c, cl) })
+}
+
+// testRunsItsJob creates a MiniCluster of two brokers whose job is hostname: the flux-view init
+// containers copy the view, the rendered entrypoints start real brokers that find each other
+// through the headless Service and CoreDNS with the CURVE certificate, the job runs, and the
+// MiniCluster completes with the exit status the kubelet reported for the lead container.
+func testRunsItsJob(t *testing.T, c *clusters.Cluster, cl client.Client) {
 	ctx := context.Background()
 	require.NoError(t, cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "research"}}))
 	describeOnFailure(t, cl, "research")
