@@ -1,9 +1,9 @@
 //go:build realpods
 
 // The test of this file imports the images into a containerd of its own and runs them. It needs
-// root, containerd, ctr and runc (install-deps.sh) and the archives (make real-pod-images), so it
-// is kept out of make test by its build tag; make real-pod-test installs and builds all that and
-// runs it.
+// root, containerd, ctr and runc (install-deps.sh) and the archives (make real-pod-images): its
+// build tag keeps it out of a plain go test. make test and make real-pod-test install and build
+// all that first and run it with -tags realpods.
 
 package realpods
 
