@@ -110,14 +110,15 @@ func TestImagesRunInContainerd(t *testing.T) {
 	require.Contains(t, out, "a job ran")
 
 	// The pause program waits until it is told to stop, and then exits 0.
-	pause := exec.CommandContext(ctx, "ctr", "--address", address, "-n", Namespace, "run", "--rm", PauseImage, "pause")
+	pauseID := uniqueID("pause")
+	pause := exec.CommandContext(ctx, "ctr", "--address", address, "-n", Namespace, "run", "--rm", PauseImage, pauseID)
 	var pauseOut strings.Builder
 	pause.Stdout, pause.Stderr = &pauseOut, &pauseOut
 	require.NoError(t, pause.Start())
 	require.Eventually(t, func() bool {
 		return strings.Contains(ctrOut(ctx, t, address, "tasks", "ls"), "RUNNING")
 	}, time.Minute, 200*time.Millisecond, "the pause task never ran")
-	ctrOut(ctx, t, address, "tasks", "kill", "-s", "SIGTERM", "pause")
+	ctrOut(ctx, t, address, "tasks", "kill", "-s", "SIGTERM", pauseID)
 	require.NoError(t, pause.Wait(), "pause: %s", pauseOut.String())
 }
 
@@ -167,12 +168,17 @@ func ctrOut(ctx context.Context, t *testing.T, address string, args ...string) s
 	return string(out)
 }
 
-// ctrRun runs command in a new container of image, removed when it ends, with no network.
+// ctrRun runs command in a new container of image, removed when it ends, with no network. The
+// container's ID ends with this process's ID: runc keeps its state by namespace and ID in one
+// directory for every containerd of the machine (/run/containerd/runc/k8s.io), which the real
+// nodes of other tests share.
 func ctrRun(ctx context.Context, t *testing.T, address string, mounts []string, image, id string, command ...string) string {
 	t.Helper()
 	args := append([]string{"run", "--rm"}, mounts...)
-	args = append(args, image, id)
+	args = append(args, image, uniqueID(id))
 	out := ctrOut(ctx, t, address, append(args, command...)...)
 	t.Logf("%s in %s:\n%s", strings.Join(command, " "), image, out)
 	return out
 }
+
+func uniqueID(id string) string { return fmt.Sprintf("realpods-%s-%d", id, os.Getpid()) }
