@@ -37,6 +37,7 @@ import (
 	fedv1alpha1 "github.com/fluxfed/fluxfed/api/fluxfed/v1alpha1"
 	"github.com/fluxfed/fluxfed/e2e/clusters"
 	"github.com/fluxfed/fluxfed/e2e/realflux"
+	"github.com/fluxfed/fluxfed/e2e/realpods"
 	"github.com/fluxfed/fluxfed/hub/gateway"
 	"github.com/fluxfed/fluxfed/internal/testenv"
 )
@@ -74,6 +75,12 @@ type Options struct {
 	// the stand-ins StartFlux starts: it needs root, flux-core (make flux-core) and a network
 	// namespace without eth0 (e2e/cmd/loopback).
 	RealFlux bool
+	// RealNodes gives every cluster that many real nodes (clusters.Options.RealNodes), which run
+	// the pods for real in the images of e2e/realpods, imported into each node; with
+	// NodesPerCluster unset, they are the clusters' only nodes. It needs root, containerd, runc
+	// and the CNI plugins (make real-pod-deps) and the images (make real-pod-images). Not with
+	// RealFlux, which runs Flux behind simulated pods.
+	RealNodes int
 }
 
 // LeadProbeInterval is how often the fleet's hub greets a lead broker endpoint that did not
@@ -102,6 +109,9 @@ type Fleet struct {
 
 // Start brings the fleet up. On error, what was started is stopped.
 func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
+	if opts.RealNodes > 0 && opts.RealFlux {
+		return nil, errors.New("fleet: RealFlux runs Flux behind simulated pods and RealNodes runs the pods for real, Flux in them: set one of the two")
+	}
 	if len(opts.Members) == 0 {
 		opts.Members = []string{"member-a", "member-b"}
 	}
@@ -121,12 +131,23 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 	names := append([]string{"hub"}, opts.Members...)
 	logf("Starting %d clusters: %v", len(names), names)
 	start := time.Now()
-	env, err := clusters.Start(ctx, clusters.Options{
+	clusterOpts := clusters.Options{
 		Names: names, Dir: opts.Dir, NodesPerCluster: opts.NodesPerCluster, Detach: opts.Detach,
 		// The CRD exists before the controllers start, as on a cluster where fluxfed has been
 		// installed for a while: the garbage collector knows MiniClusters from the start.
 		BeforeControllers: installCRD,
-	})
+	}
+	if opts.RealNodes > 0 {
+		clusterOpts.RealNodes, clusterOpts.PauseImage = opts.RealNodes, realpods.PauseImage
+		for _, ref := range realpods.Images() {
+			archive, err := realpods.Archive(ref)
+			if err != nil {
+				return nil, err
+			}
+			clusterOpts.RealNodeImages = append(clusterOpts.RealNodeImages, archive)
+		}
+	}
+	env, err := clusters.Start(ctx, clusterOpts)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -31,6 +32,15 @@ func TestTail(t *testing.T) {
 	for _, tt := range tests {
 		require.Equal(t, tt.want, tail([]byte(tt.data), tt.n), "%q, %d", tt.data, tt.n)
 	}
+}
+
+func TestRealNodesAndRealFluxAreOneOrTheOther(t *testing.T) {
+	dir := t.TempDir()
+	_, err := Start(context.Background(), Options{Dir: dir, RealNodes: 1, RealFlux: true})
+	require.EqualError(t, err, "fleet: RealFlux runs Flux behind simulated pods and RealNodes runs the pods for real, Flux in them: set one of the two")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Empty(t, entries, "nothing was built or started")
 }
 
 // TestManagersRunAsTheirServiceAccounts starts a fleet of a hub and one member and checks what
