@@ -4,27 +4,28 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
 )
 
-// burnEnv, set to 1, makes the test binary burn CPU instead of running tests: the processes of
-// -managermem.busy.
+// burnEnv, set to the process ID of the benchmark, makes the test binary burn CPU until that
+// process is gone instead of running tests: the processes of -managermem.busy.
 const burnEnv = "FLUXFED_MANAGERMEM_BURN"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(burnEnv) == "1" {
-		burnCPU()
+	if parent, err := strconv.Atoi(os.Getenv(burnEnv)); err == nil {
+		burnCPU(parent)
 	}
 	os.Exit(m.Run())
 }
 
-// burnCPU spins one thread until its parent, the benchmark, is gone, checking for that a few
-// times a second: a burner never outlives the benchmark, however it ends.
-func burnCPU() {
+// burnCPU spins one thread until parent is no longer its parent, checking for that a few times
+// a second: a burner never outlives the benchmark, however it ends. (The parent's ID comes from
+// the parent: one that died before the burner looked would not be missed.)
+func burnCPU(parent int) {
 	runtime.GOMAXPROCS(1)
-	parent := os.Getppid()
 	for {
 		deadline := time.Now().Add(200 * time.Millisecond)
 		for time.Now().Before(deadline) {
@@ -45,7 +46,7 @@ func burn(b *testing.B, n int) {
 	}
 	for range n {
 		cmd := exec.Command(self)
-		cmd.Env = append(os.Environ(), burnEnv+"=1")
+		cmd.Env = append(os.Environ(), burnEnv+"="+strconv.Itoa(os.Getpid()))
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 		if err := cmd.Start(); err != nil {
 			b.Fatalf("starting a CPU-burning process: %v", err)

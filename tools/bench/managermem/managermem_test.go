@@ -574,7 +574,7 @@ func metric(b *testing.B, addr, name string) (float64, bool) {
 }
 
 // scanMetrics calls line with each line of the manager's metrics.
-func scanMetrics(b *testing.B, addr string, line func(string)) {
+func scanMetrics(b testing.TB, addr string, line func(string)) {
 	b.Helper()
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {

@@ -409,7 +409,7 @@ func metadataClient(b *testing.B, env *testenv.Env) metadata.Interface {
 // client-go counts them (rest_client_requests_total, which controller-runtime serves with the
 // manager's metrics, in the Flux Operator's version too): every request the manager made, the
 // lists and watches of its caches among them, whatever its answer.
-func requests(b *testing.B, addr string) (float64, map[string]float64) {
+func requests(b testing.TB, addr string) (float64, map[string]float64) {
 	b.Helper()
 	var total float64
 	byMethod := map[string]float64{}
