@@ -30,12 +30,24 @@ const scaleDownAfter = 8 * time.Second
 // It logs the times the closing note of the elastic-bursting work reports.
 func TestAJobGrowsTheBurstsThatShrinkOnceIdle(t *testing.T) {
 	ctx := context.Background()
+	// The stand-in's directory goes last: until the root is gone, the hub runs flux in it.
+	dir := t.TempDir()
 	root, ns := applyExample(t, "bursting-on-demand.yaml", func(mc *fluxv1alpha2.MiniCluster) {
 		mc.Spec.Flux.Bursting.Scaling.ScaleDownAfter = &metav1.Duration{Duration: scaleDownAfter}
 	})
-	x, err := shared.StartFlux(ctx, root, t.TempDir())
+	x, err := shared.StartFlux(ctx, root, dir)
 	require.NoError(t, err)
 	t.Cleanup(x.Stop)
+	t.Cleanup(func() {
+		// The hub forgets the root, and stops following its instance, once it is gone.
+		if err := shared.Clients["hub"].Delete(ctx, root); client.IgnoreNotFound(err) != nil {
+			t.Errorf("deleting the root: %v", err)
+			return
+		}
+		assert.EventuallyWithT(t, func(c *assert.CollectT) {
+			require.False(c, get(c, "hub", root.DeepCopy()), "the root is still there")
+		}, wait, tick)
+	})
 
 	// The instance runs with the root's 2 ranks; the 4 reserved ones are offline.
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
