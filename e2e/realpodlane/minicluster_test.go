@@ -3,7 +3,10 @@
 package realpodlane
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -38,8 +41,15 @@ func testRunsItsJob(t *testing.T, c *clusters.Cluster, cl client.Client) {
 	require.NoError(t, cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "research"}}))
 	describeOnFailure(t, cl, "research")
 	mc := realMiniCluster("hello", "research", 2, "hostname").Obj()
+	manifest, err := json.Marshal(mc)
+	require.NoError(t, err)
+	// As a user would: kubectl apply.
+	apply := exec.CommandContext(ctx, kubectl(), "--kubeconfig", c.Kubeconfig, "apply", "-f", "-")
+	apply.Stdin = bytes.NewReader(manifest)
 	created := time.Now()
-	require.NoError(t, cl.Create(ctx, mc))
+	out, err := apply.CombinedOutput()
+	require.NoError(t, err, "kubectl apply: %s", out)
+	t.Logf("kubectl apply: %s", strings.TrimSpace(string(out)))
 	var complete *metav1.Condition
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		got := &fluxv1alpha2.MiniCluster{}
@@ -48,7 +58,7 @@ func testRunsItsJob(t *testing.T, c *clusters.Cluster, cl client.Client) {
 		require.NotNil(c, complete)
 		require.Equal(c, metav1.ConditionTrue, complete.Status, "%s: %s", complete.Reason, complete.Message)
 	}, busyWait, time.Second)
-	t.Logf("MiniCluster hello Complete %s after its creation (load average %s): %s: %s",
+	t.Logf("MiniCluster hello Complete %s after kubectl apply (load average %s): %s: %s",
 		time.Since(created).Round(100*time.Millisecond), loadAverage(), complete.Reason, complete.Message)
 	require.True(t, strings.HasPrefix(complete.Message, "the job exited with status 0"), complete.Message)
 
