@@ -44,6 +44,8 @@ type endingCase struct {
 	// lead and followers are the exit code and the first line of the termination message the
 	// kubelet reports for the lead's and the followers' broker containers; "" when any.
 	lead, followers string
+	// leadRestarts is how many times the kubelet restarted the lead's broker container.
+	leadRestarts int32
 }
 
 type endingHarness struct {
@@ -235,6 +237,15 @@ func testHowItEnds(t *testing.T, c *clusters.Cluster, cl client.Client) {
 		},
 		lead: `3 "the job exited with status 3"`,
 	}, {
+		// Only a kubelet restarts a container: the restarted lead finds the job's status in the
+		// pod's volume and ends with 0 instead of starting a broker again.
+		name: "the job fails with status 3, restartPolicy OnFailure", mc: realMiniCluster("restarts", "", 2, "exit 3").
+			Spec(func(s *fluxv1alpha2.MiniClusterSpec) { s.Pod.RestartPolicy = fluxv1alpha2.RestartOnFailure }).Obj(),
+		want: func(t require.TestingT, mc *fluxv1alpha2.MiniCluster) {
+			requireCondition(t, mc, fluxv1alpha2.ConditionFailed, fluxv1alpha2.ReasonJobFailed, "the job exited with status 3")
+		},
+		lead: `0 "the job exited with status 3"`, leadRestarts: 1,
+	}, {
 		name: "a follower pod is deleted", mc: sleeper("follower", 3),
 		act: func(t *testing.T, h *endingHarness, mc *fluxv1alpha2.MiniCluster) {
 			require.NoError(t, h.cl.Delete(context.Background(), h.pod(t, mc, 2)))
@@ -343,6 +354,7 @@ func runEnding(t *testing.T, h *endingHarness, cs kubernetes.Interface, ns strin
 			switch {
 			case e.index == "0" && tc.lead != "":
 				require.Equal(c, tc.lead, ended, "the lead's container")
+				require.Equal(c, tc.leadRestarts, e.status.RestartCount, "the kubelet's restarts of the lead's container")
 			case e.index != "0" && tc.followers != "":
 				require.Equal(c, tc.followers, ended, "follower %s's container", e.index)
 			}

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
+	"github.com/fluxfed/fluxfed/e2e/brokersim"
 	"github.com/fluxfed/fluxfed/e2e/fleet"
 	"github.com/fluxfed/fluxfed/flux"
 	"github.com/fluxfed/fluxfed/hub"
@@ -141,6 +142,12 @@ func testRootBursts(t *testing.T, f *fleet.Fleet, mem *memorySampler) {
 	require.NoError(t, err)
 	t.Logf("flux resource list in the lead's container:\n%s", resources)
 
+	// Every broker, in its real pod on its cluster, is where the overlay's stand-in places it
+	// from the same config.
+	sides, err := f.Federation(ctx, got)
+	require.NoError(t, err)
+	requireStandInPlaces(t, f, sides)
+
 	// One job on every node of the federation.
 	out, err := fluxIn(ctx, t, f, root, "run", "-N5", "hostname")
 	require.NoError(t, err)
@@ -159,6 +166,45 @@ func testRootBursts(t *testing.T, f *fleet.Fleet, mem *memorySampler) {
 			require.Empty(c, pods.Items, "pods left on %s", name)
 		}
 	}, busyWait, time.Second)
+}
+
+// requireStandInPlaces requires every broker of sides to have found the place that the overlay's
+// stand-in (brokersim.Locate) computes from the same config and hostname: its rank, the size, its
+// parent's URI, and whether it listens for children. It asks each broker with flux getattr in
+// its container, through its cluster's kubelet.
+func requireStandInPlaces(t *testing.T, f *fleet.Fleet, sides []fleet.Side) {
+	t.Helper()
+	ctx := context.Background()
+	checked := 0
+	for _, s := range sides {
+		exec, err := hub.NewExec(f.Env.Cluster(s.Cluster).Config)
+		require.NoError(t, err)
+		attr := func(p corev1.Pod, name string) (string, error) {
+			out, err := exec(ctx, p.Namespace, p.Name, p.Spec.Containers[0].Name, flux.Command(names.MountPath(s.MiniCluster), "flux", "getattr", name))
+			return strings.TrimSpace(string(out)), err
+		}
+		for _, p := range s.Pods {
+			place, err := brokersim.Locate(s.BrokerTOML, p.Spec.Hostname)
+			require.NoError(t, err, p.Spec.Hostname)
+			rank, err := attr(p, "rank")
+			require.NoError(t, err)
+			size, err := attr(p, "size")
+			require.NoError(t, err)
+			require.Equal(t, []string{strconv.Itoa(place.Rank), strconv.Itoa(place.Size)}, []string{rank, size}, "%s: rank and size", p.Spec.Hostname)
+			parent, err := attr(p, "tbon.parent-endpoint")
+			if place.Connect == "" {
+				require.Error(t, err, "%s has no parent", p.Spec.Hostname)
+			} else {
+				require.NoError(t, err)
+				require.Equal(t, place.Connect, parent, "%s: its parent's URI", p.Spec.Hostname)
+			}
+			_, err = attr(p, "tbon.endpoint")
+			require.Equal(t, place.Bind != "", err == nil, "%s listens for children: %v", p.Spec.Hostname, place.Children)
+			checked++
+		}
+	}
+	require.Equal(t, 5, checked, "brokers checked")
+	t.Logf("%d brokers in real pods are where the stand-in places them", checked)
 }
 
 // memorySampler keeps the peak resident memory of the real nodes' programs and the brokers of
