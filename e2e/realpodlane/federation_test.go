@@ -25,6 +25,7 @@ import (
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/e2e/brokersim"
+	"github.com/fluxfed/fluxfed/e2e/clusters"
 	"github.com/fluxfed/fluxfed/e2e/fleet"
 	"github.com/fluxfed/fluxfed/flux"
 	"github.com/fluxfed/fluxfed/hub"
@@ -38,10 +39,18 @@ func realFleet(t *testing.T) *fleet.Fleet {
 	t.Helper()
 	images(t)
 	// A short directory: containerd's sockets are in it, and a unix socket's path has at most 104
-	// characters.
+	// characters. Removed once the fleet stopped, or kept with its logs when the test failed.
 	dir, err := os.MkdirTemp("", "ffp")
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	t.Cleanup(func() {
+		if t.Failed() {
+			if kept, err := clusters.KeepForDiagnosis(t); err == nil && os.Rename(dir, filepath.Join(kept, "fleet")) == nil {
+				t.Logf("the fleet's clusters, with their logs, are kept in %s", filepath.Join(kept, "fleet"))
+				return
+			}
+		}
+		_ = os.RemoveAll(dir)
+	})
 	start := time.Now()
 	f := fleet.StartT(t, fleet.Options{Dir: dir, RealNodes: 1, Logf: t.Logf,
 		ManagerArgs: []string{"--flux-interval=10s", "--flux-interval-max=2m"}})
