@@ -111,8 +111,9 @@ TEST_TIMEOUTS ?= e2e/realflux=40m,e2e/realpodlane=40m,hub=30m,e2e/cmd/demo=20m,e
 
 # The build tags of make test: realpods adds the real-pod lane (e2e/realpodlane: MiniClusters and
 # the federation on real nodes) and the images' own test (e2e/realpods), whose prerequisites
-# real-pod-deps and real-pod-images install and build first.
-TEST_TAGS ?= realpods
+# real-pod-deps and real-pod-images install and build first; realnode the real nodes' own tests
+# (e2e/realnode, e2e/clusters: the sandbox, its isolation check, pods, DNS and NodePorts).
+TEST_TAGS ?= realpods,realnode
 
 .PHONY: test
 test: real-pod-deps real-pod-images ## Run every test (the full lane, what CI runs) against real API servers, local clusters, real Flux and real pods (builds the Kubernetes binaries, flux-core and the real-pod images and installs containerd, runc and the CNI plugins the first time), each test binary where only loopback exists; ends with every package's time.
