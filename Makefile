@@ -41,13 +41,22 @@ help: ## Show this help.
 
 # FLUX=real runs real Flux brokers behind the broker pods instead of the stand-ins.
 FLUX ?=
+# PODS=real runs the pods for real: one real node (containerd and a kubelet) per cluster, the
+# brokers in the real-pod images (make real-pod-deps real-pod-images, which it runs first).
+PODS ?=
 
 # make demo builds bin/fluxfed first: the commands it prints to look at the clusters use it.
 .PHONY: demo
-demo: build ## Burst one Flux instance over a hub and two member clusters on this machine; KEEP=1 leaves them running (make clusters-down CLUSTERS_DIR=... stops them); FLUX=real runs real Flux brokers (root).
+demo: build ## Burst one Flux instance over a hub and two member clusters on this machine; KEEP=1 leaves them running (make clusters-down CLUSTERS_DIR=... stops them); FLUX=real runs real Flux brokers (root); PODS=real runs real pods on real nodes (root; not with KEEP=1).
+	@FLUX=$(FLUX) KEEP=$(KEEP) PODS=$(PODS) $(GO) run ./e2e/cmd/demo check
 	@echo "make demo: building (or finding cached) the Kubernetes binaries; the first run builds them from source and takes several minutes"
 	@e2e/k8sbin/build.sh >/dev/null
-ifeq ($(FLUX),real)
+ifeq ($(PODS),real)
+	@echo "make demo: installing (or finding) containerd, runc and the CNI plugins, and building (or finding cached) the real-pod images; the first run builds flux-core for the view and the Debian application image, about 8 minutes"
+	@$(MAKE) --no-print-directory real-pod-deps real-pod-images
+	@mkdir -p $(TOOLS_DIR) && $(GO) build -o $(TOOLS_DIR)/loopback ./e2e/cmd/loopback
+	@PODS=real FLUXFED_BIN=$(BIN_DIR)/fluxfed $(GO) run -exec $(TOOLS_DIR)/loopback ./e2e/cmd/demo
+else ifeq ($(FLUX),real)
 	@echo "make demo: building (or finding cached) flux-core; the first run builds it from source and takes a few minutes"
 	@FLUX_CORE_TARBALL=$(FLUX_CORE_TARBALL) e2e/fluxcore/build.sh >/dev/null
 	@mkdir -p $(TOOLS_DIR) && $(GO) build -o $(TOOLS_DIR)/loopback ./e2e/cmd/loopback

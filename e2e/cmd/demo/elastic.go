@@ -67,8 +67,9 @@ func (s standIn) Jobs(context.Context) ([]job, int, error) {
 // reserved at 0; a job that needs them is submitted in rank 0's container; the hub grows the
 // bursts, Flux sees the new ranks online, the job runs and ends, and once the ranks idled the hub
 // drains them in Flux and shrinks the bursts. start returns the root's Flux instance, which the
-// hub reaches through the exec API as the demo does.
-func elastic(ctx context.Context, f *fleet.Fleet, out io.Writer, say func(string, ...any), start func(*fluxv1alpha2.MiniCluster) (instance, error)) error {
+// hub reaches through the exec API as the demo does. With realPods the example runs on the real
+// nodes (onRealPods).
+func elastic(ctx context.Context, f *fleet.Fleet, out io.Writer, say func(string, ...any), realPods bool, start func(*fluxv1alpha2.MiniCluster) (instance, error)) error {
 	hubClient := f.Clients["hub"]
 	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "examples", "bursting-on-demand.yaml"))
 	if err != nil {
@@ -84,7 +85,14 @@ func elastic(ctx context.Context, f *fleet.Fleet, out io.Writer, say func(string
 	root.Namespace = elasticNamespace
 	root.Spec.Flux.Bursting.Scaling.ScaleDownAfter = &metav1.Duration{Duration: elasticIdle}
 	fmt.Fprintf(out, "\n== Elastic bursting: Flux's queue sizes the bursts\n")
-	say("kubectl apply -n %s -f examples/bursting-on-demand.yaml   (on the hub; scaleDownAfter shortened to %v)", elasticNamespace, elasticIdle)
+	timeout := elasticTimeout
+	if realPods {
+		onRealPods(root)
+		timeout = realPodsTimeout
+		say("kubectl apply -n %s -f examples/bursting-on-demand.yaml   (on the hub; scaleDownAfter shortened to %v; %s)", elasticNamespace, elasticIdle, realPodsChanges())
+	} else {
+		say("kubectl apply -n %s -f examples/bursting-on-demand.yaml   (on the hub; scaleDownAfter shortened to %v)", elasticNamespace, elasticIdle)
+	}
 	if err := hubClient.Create(ctx, root); err != nil {
 		return err
 	}
@@ -102,7 +110,7 @@ func elastic(ctx context.Context, f *fleet.Fleet, out io.Writer, say func(string
 		lastHub, lastJobs string
 		submitted         bool
 		jobID             string
-		deadline          = time.Now().Add(elasticTimeout)
+		deadline          = time.Now().Add(timeout)
 	)
 	for {
 		if err := hubClient.Get(ctx, client.ObjectKeyFromObject(root), root); err != nil {
@@ -140,7 +148,7 @@ func elastic(ctx context.Context, f *fleet.Fleet, out io.Writer, say func(string
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the elastic cycle did not complete within %v (last: %s; %s); logs are in %s", elasticTimeout, lastHub, lastJobs, f.Env.Dir)
+			return fmt.Errorf("the elastic cycle did not complete within %v (last: %s; %s); logs are in %s", timeout, lastHub, lastJobs, f.Env.Dir)
 		}
 		select {
 		case <-ctx.Done():

@@ -12,6 +12,11 @@
 // CURVE socket. With KEEP=1 the clusters keep running afterwards, and so do the stand-ins,
 // handed to a process of their own (`demo keep -dir DIR`, recorded with the clusters so that
 // `make clusters-down` stops it). Everything stays on loopback.
+//
+// FLUX=real runs real Flux brokers behind the simulated pods (realDemo); PODS=real runs the pods
+// for real, on one real node per cluster, Flux in them (realPodsDemo): it needs root, and not
+// with KEEP=1. `demo check` only checks the switches, as make demo does before it builds what
+// they need.
 package main
 
 import (
@@ -67,17 +72,17 @@ func mainErr() error {
 		}
 		return keepStandIns(ctx, *dir, os.Stdout)
 	}
-	cache, err := os.UserCacheDir()
+	opts, err := parseOptions(os.Getenv, os.Geteuid())
 	if err != nil {
 		return err
 	}
-	opts := options{Keep: os.Getenv("KEEP") == "1"}
-	switch flux := os.Getenv("FLUX"); flux {
-	case "", "stand-in":
-	case "real":
-		opts.RealFlux = true
-	default:
-		return fmt.Errorf("FLUX=%s: FLUX is real (real Flux brokers behind the pods) or empty (the stand-ins)", flux)
+	if len(os.Args) > 1 && os.Args[1] == "check" {
+		// make demo checks the switches before it builds what they need.
+		return nil
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return err
 	}
 	return run(ctx, os.Stdout, opts, filepath.Join(cache, "fluxfed", "demo"))
 }
@@ -88,13 +93,53 @@ type options struct {
 	Keep bool
 	// RealFlux runs real Flux brokers behind the broker pods (FLUX=real).
 	RealFlux bool
+	// RealPods runs every cluster on real nodes: the kubelets run the broker pods in the real-pod
+	// images, Flux in them (PODS=real).
+	RealPods bool
+}
+
+// parseOptions reads the demo's switches from the environment, as make demo passes them, and
+// refuses the values and the combinations the demo cannot run as the user euid.
+func parseOptions(getenv func(string) string, euid int) (options, error) {
+	opts := options{Keep: getenv("KEEP") == "1"}
+	switch flux := getenv("FLUX"); flux {
+	case "", "stand-in":
+	case "real":
+		opts.RealFlux = true
+	default:
+		return options{}, fmt.Errorf("FLUX=%s: FLUX is real (real Flux brokers behind the pods) or empty (the stand-ins)", flux)
+	}
+	switch pods := getenv("PODS"); pods {
+	case "", "simulated":
+	case "real":
+		opts.RealPods = true
+	default:
+		return options{}, fmt.Errorf("PODS=%s: PODS is real (real nodes run the pods, Flux in them) or empty (simulated pods)", pods)
+	}
+	return opts, opts.check(euid)
+}
+
+// check refuses the combinations of switches the demo cannot run as the user euid, before
+// anything starts.
+func (o options) check(euid int) error {
+	switch {
+	case o.RealPods && o.RealFlux:
+		return errors.New("PODS=real runs Flux in the pods, FLUX=real runs it behind simulated pods: set one of the two")
+	case o.RealPods && o.Keep:
+		return errors.New("KEEP=1 does not go with PODS=real: the real nodes' kubelets reach their API server, and the members' pods the hub's node ports, through proxies in the demo's process, which runs in a network namespace of its own, and they end with it; run make demo PODS=real without KEEP=1")
+	case o.Keep && o.RealFlux:
+		return errors.New("KEEP=1 does not go with FLUX=real: the real brokers run in the demo's process, in a network namespace of its own, and end with it")
+	case o.RealPods && euid != 0:
+		return errors.New("PODS=real needs root: the real nodes mount file systems and create network namespaces and cgroups; run make demo PODS=real as root (make real-pod-deps installs containerd, runc and the CNI plugins, as root)")
+	}
+	return nil
 }
 
 // run runs the demo in dir.
 func run(ctx context.Context, out io.Writer, opts options, dir string) error {
 	keep := opts.Keep
-	if keep && opts.RealFlux {
-		return errors.New("KEEP=1 does not go with FLUX=real: the real brokers run in the demo's process, in a network namespace of its own, and end with it")
+	if err := opts.check(os.Geteuid()); err != nil {
+		return err
 	}
 	start := time.Now()
 	say := func(format string, args ...any) {
@@ -115,6 +160,12 @@ func run(ctx context.Context, out io.Writer, opts options, dir string) error {
 		fleetOpts.RealFlux = true
 		fleetOpts.ManagerArgs = []string{"--flux-interval=" + hub.DefaultFluxInterval.String(), "--flux-interval-max=" + hub.DefaultFluxIntervalMax.String()}
 	}
+	if opts.RealPods {
+		// One real node per cluster, and nothing simulated: the kubelets run every pod. The hub
+		// asks Flux as often as it does by default.
+		fleetOpts.RealNodes = 1
+		fleetOpts.ManagerArgs = []string{"--flux-interval=" + hub.DefaultFluxInterval.String(), "--flux-interval-max=" + hub.DefaultFluxIntervalMax.String()}
+	}
 	f, err := fleet.Start(ctx, fleetOpts)
 	if err != nil {
 		return err
@@ -127,10 +178,15 @@ func run(ctx context.Context, out io.Writer, opts options, dir string) error {
 		return os.RemoveAll(dir)
 	}
 
-	if opts.RealFlux {
-		err = realDemo(ctx, f, out, say)
-	} else if err = demo(ctx, f, out, say); err == nil {
-		printPoke(out, f, keep)
+	switch {
+	case opts.RealPods:
+		err = realPodsDemo(ctx, f, out, say)
+	case opts.RealFlux:
+		err = realDemo(ctx, f, out, say, false)
+	default:
+		if err = demo(ctx, f, out, say); err == nil {
+			printPoke(out, f, keep)
+		}
 	}
 	if err == nil && keep {
 		err = handOver(ctx, f, dir, say)
@@ -166,8 +222,9 @@ func register(ctx context.Context, f *fleet.Fleet, out io.Writer, say func(strin
 	return nil
 }
 
-// applyRoot applies examples/bursting-root.yaml in the demo's namespace on the hub.
-func applyRoot(ctx context.Context, f *fleet.Fleet, say func(string, ...any)) (*fluxv1alpha2.MiniCluster, error) {
+// applyRoot applies examples/bursting-root.yaml in the demo's namespace on the hub, made to run
+// on the real nodes with realPods (onRealPods).
+func applyRoot(ctx context.Context, f *fleet.Fleet, say func(string, ...any), realPods bool) (*fluxv1alpha2.MiniCluster, error) {
 	hubClient := f.Clients["hub"]
 	if err := hubClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
 		return nil, err
@@ -181,6 +238,11 @@ func applyRoot(ctx context.Context, f *fleet.Fleet, say func(string, ...any)) (*
 		return nil, err
 	}
 	root.Namespace = namespace
+	if realPods {
+		onRealPods(root)
+		say("kubectl apply -n %s -f examples/bursting-root.yaml   (on the hub; %s)", namespace, realPodsChanges())
+		return root, hubClient.Create(ctx, root)
+	}
 	say("kubectl apply -n %s -f examples/bursting-root.yaml   (on the hub)", namespace)
 	return root, hubClient.Create(ctx, root)
 }
@@ -191,7 +253,7 @@ func demo(ctx context.Context, f *fleet.Fleet, out io.Writer, say func(string, .
 		return err
 	}
 	applied := time.Now()
-	root, err := applyRoot(ctx, f, say)
+	root, err := applyRoot(ctx, f, say, false)
 	if err != nil {
 		return err
 	}
@@ -251,7 +313,7 @@ func demo(ctx context.Context, f *fleet.Fleet, out io.Writer, say func(string, .
 	if err := fluxfed(ctx, f, out, say, statusArgs(f)...); err != nil {
 		return err
 	}
-	return elastic(ctx, f, out, say, func(root *fluxv1alpha2.MiniCluster) (instance, error) {
+	return elastic(ctx, f, out, say, false, func(root *fluxv1alpha2.MiniCluster) (instance, error) {
 		x, err := f.StartFlux(ctx, root, filepath.Join(f.Env.Dir, "flux-"+root.Name))
 		if err != nil {
 			return nil, err

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/e2e/fleet"
@@ -185,4 +186,57 @@ func TestDemoKeepLeavesAWorkingFederation(t *testing.T) {
 	for _, pid := range pids {
 		require.Eventually(t, func() bool { return syscall.Kill(pid, 0) != nil }, 10*time.Second, 100*time.Millisecond, "process %d stopped", pid)
 	}
+}
+
+// TestDemoSwitches pins how make demo's switches are read: PODS=real runs real pods, alone (it
+// runs Flux in the pods, so not with FLUX=real) and not kept (KEEP=1: its kubelets' proxies end
+// with the demo); an unknown value is refused with the values there are.
+func TestDemoSwitches(t *testing.T) {
+	for _, tc := range []struct {
+		env     map[string]string
+		want    options
+		wantErr string
+	}{
+		{env: map[string]string{}, want: options{}},
+		{env: map[string]string{"PODS": "real"}, want: options{RealPods: true}},
+		{env: map[string]string{"PODS": "simulated", "KEEP": "1"}, want: options{Keep: true}},
+		{env: map[string]string{"FLUX": "real"}, want: options{RealFlux: true}},
+		{env: map[string]string{"KEEP": "1"}, want: options{Keep: true}},
+		{env: map[string]string{"PODS": "yes"}, wantErr: "PODS=yes: PODS is real (real nodes run the pods, Flux in them) or empty (simulated pods)"},
+		{env: map[string]string{"FLUX": "fake"}, wantErr: "FLUX=fake: FLUX is real"},
+		{env: map[string]string{"PODS": "real", "FLUX": "real"}, wantErr: "PODS=real runs Flux in the pods, FLUX=real runs it behind simulated pods: set one of the two"},
+		{env: map[string]string{"PODS": "real", "KEEP": "1"}, wantErr: "KEEP=1 does not go with PODS=real: the real nodes' kubelets reach their API server, and the members' pods the hub's node ports, through proxies in the demo's process"},
+		{env: map[string]string{"FLUX": "real", "KEEP": "1"}, wantErr: "KEEP=1 does not go with FLUX=real"},
+	} {
+		got, err := parseOptions(func(k string) string { return tc.env[k] }, 0)
+		if tc.wantErr != "" {
+			require.ErrorContains(t, err, tc.wantErr, "%v", tc.env)
+			continue
+		}
+		require.NoError(t, err, "%v", tc.env)
+		require.Equal(t, tc.want, got, "%v", tc.env)
+	}
+}
+
+// TestDemoRefusesRealPodsWithoutRoot: PODS=real needs root, and says so before anything is built.
+func TestDemoRefusesRealPodsWithoutRoot(t *testing.T) {
+	_, err := parseOptions(func(k string) string { return map[string]string{"PODS": "real"}[k] }, 1000)
+	require.EqualError(t, err, "PODS=real needs root: the real nodes mount file systems and create network namespaces and cgroups; run make demo PODS=real as root (make real-pod-deps installs containerd, runc and the CNI plugins, as root)")
+	_, err = parseOptions(func(string) string { return "" }, 1000)
+	require.NoError(t, err, "the demo of simulated pods runs as any user")
+}
+
+// TestOnRealPods pins what the demo changes in an example to run it on the real nodes.
+func TestOnRealPods(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "examples", "bursting-root.yaml"))
+	require.NoError(t, err)
+	root := &fluxv1alpha2.MiniCluster{}
+	require.NoError(t, yaml.UnmarshalStrict(data, root))
+	onRealPods(root)
+	require.Equal(t, "fluxfed.test/flux-app:bookworm", root.Spec.Containers[0].Image)
+	require.Equal(t, fluxv1alpha2.PullNever, root.Spec.Containers[0].ImagePullPolicy)
+	require.Empty(t, root.Spec.Containers[0].WorkingDir, "the application image has no lammps")
+	require.Equal(t, "fluxfed.test/flux-view:0.88.0", root.Spec.Flux.Container.Image)
+	require.Equal(t, "10.0.0.1", root.Spec.Flux.Bursting.Expose.Address)
+	require.Equal(t, fluxv1alpha2.ExposeNodePort, root.Spec.Flux.Bursting.Expose.Type, "the example's own settings stay")
 }

@@ -24,13 +24,20 @@ import (
 // intervals. Nothing stands in: the burst brokers join rank 0 through the lead broker's
 // NodePort, the hub reads the real instance, and one job runs on every rank of the three
 // clusters.
-func realDemo(ctx context.Context, f *fleet.Fleet, out io.Writer, say func(string, ...any)) error {
+//
+// With realPods (make demo PODS=real, realPodsDemo) the brokers run in the pods themselves, on
+// the clusters' real nodes, and the hub reaches rank 0 through its kubelet.
+func realDemo(ctx context.Context, f *fleet.Fleet, out io.Writer, say func(string, ...any), realPods bool) error {
 	hubClient := f.Clients["hub"]
 	if err := register(ctx, f, out, say); err != nil {
 		return err
 	}
+	joinTimeout := realJoinTimeout
+	if realPods {
+		joinTimeout = realPodsTimeout
+	}
 	applied := time.Now()
-	root, err := applyRoot(ctx, f, say)
+	root, err := applyRoot(ctx, f, say, realPods)
 	if err != nil {
 		return err
 	}
@@ -38,7 +45,7 @@ func realDemo(ctx context.Context, f *fleet.Fleet, out io.Writer, say func(strin
 
 	// Follow the root until its Flux instance sees every rank of the federation online.
 	last := ""
-	deadline := applied.Add(realJoinTimeout)
+	deadline := applied.Add(joinTimeout)
 	for {
 		if err := hubClient.Get(ctx, key, root); err != nil {
 			return err
@@ -52,7 +59,7 @@ func realDemo(ctx context.Context, f *fleet.Fleet, out io.Writer, say func(strin
 			break
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the root's Flux instance did not see every rank online within %v (last: %s); logs are in %s", realJoinTimeout, last, f.Env.Dir)
+			return fmt.Errorf("the root's Flux instance did not see every rank online within %v (last: %s); logs are in %s", joinTimeout, last, f.Env.Dir)
 		}
 		select {
 		case <-ctx.Done():
@@ -63,6 +70,9 @@ func realDemo(ctx context.Context, f *fleet.Fleet, out io.Writer, say func(strin
 	say("Every rank of the federation is online in the root's Flux instance, as the hub reads it, %v after the apply", time.Since(applied).Round(100*time.Millisecond))
 	if err := fluxfed(ctx, f, out, say, statusArgs(f)...); err != nil {
 		return err
+	}
+	if realPods {
+		fmt.Fprintf(out, "  (LeadBrokerReachable is False on this machine only: the hub greets the advertised %s, which exists in the members' sandboxes, where this program carries it to the hub's node, and the hub may dial only loopback here; the bursts reached rank 0 through it, as Joined says.)\n", fleet.HubAddress)
 	}
 
 	size := strconv.Itoa(int(root.Status.Flux.Size))
@@ -78,8 +88,12 @@ func realDemo(ctx context.Context, f *fleet.Fleet, out io.Writer, say func(strin
 		fmt.Fprintf(out, "  %s\n", l)
 	}
 
-	return elastic(ctx, f, out, say, func(root *fluxv1alpha2.MiniCluster) (instance, error) {
-		say("Real Flux runs behind every broker pod; the hub asks it every %v at first, backing off to %v while nothing changes", hub.DefaultFluxInterval, hub.DefaultFluxIntervalMax)
+	where := "behind every broker pod"
+	if realPods {
+		where = "in every broker pod"
+	}
+	return elastic(ctx, f, out, say, realPods, func(root *fluxv1alpha2.MiniCluster) (instance, error) {
+		say("Real Flux runs %s; the hub asks it every %v at first, backing off to %v while nothing changes", where, hub.DefaultFluxInterval, hub.DefaultFluxIntervalMax)
 		return realInstance{f: f, root: client.ObjectKeyFromObject(root)}, nil
 	})
 }
