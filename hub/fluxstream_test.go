@@ -192,8 +192,13 @@ func TestWithoutAFollowerTheHubAsksAsBefore(t *testing.T) {
 	opened, running := follow.state()
 	require.Positive(t, opened, "the hub tried to follow the instance")
 	require.False(t, running)
-	got := f.root(t, root)
-	require.Empty(t, got.Status.Flux.Message)
+	// The child is pushed before the status of the same reconcile is written.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		got := f.root(c, root).Status.Flux
+		require.NotNil(c, got)
+		require.Equal(c, "run", got.State)
+		require.Empty(c, got.Message)
+	}, wait, tick)
 	for _, e := range rootEvents(t, f, root.Namespace) {
 		require.NotContains(t, e.Note, "flux-python", "the follower is not news")
 	}
