@@ -4,18 +4,13 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -23,6 +18,7 @@ import (
 	"github.com/fluxfed/fluxfed/api/v1alpha2/v1alpha2test"
 	"github.com/fluxfed/fluxfed/e2e/brokersim"
 	"github.com/fluxfed/fluxfed/e2e/fleet"
+	"github.com/fluxfed/fluxfed/e2e/lanetest"
 	"github.com/fluxfed/fluxfed/e2e/realflux"
 	"github.com/fluxfed/fluxfed/hostlist"
 )
@@ -34,25 +30,7 @@ const (
 
 // leadPod returns the running pod of rank 0 of root on the hub.
 func leadPod(t require.TestingT, f *fleet.Fleet, root *fluxv1alpha2.MiniCluster) client.ObjectKey {
-	var pods corev1.PodList
-	require.NoError(t, f.Clients["hub"].List(context.Background(), &pods, client.InNamespace(root.Namespace),
-		client.MatchingLabels{fluxv1alpha2.LabelMiniCluster: root.Name, batchv1.JobCompletionIndexAnnotation: "0"}))
-	for _, p := range pods.Items {
-		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
-			return client.ObjectKeyFromObject(&p)
-		}
-	}
-	require.Fail(t, "no running lead pod")
-	return client.ObjectKey{}
-}
-
-func burstOf(root *fluxv1alpha2.MiniCluster, name string) *fluxv1alpha2.BurstStatus {
-	for i := range root.Status.Bursts {
-		if root.Status.Bursts[i].Name == name {
-			return &root.Status.Bursts[i]
-		}
-	}
-	return nil
+	return client.ObjectKeyFromObject(lanetest.LeadPod(t, f.Clients, root))
 }
 
 // shared is the fleet of the package's federation tests, started by TestMain with real Flux and
@@ -102,23 +80,10 @@ func TestARootBurstsOntoTwoMembersWithRealBrokers(t *testing.T) {
 	ctx := context.Background()
 	hub := f.Clients["hub"]
 	require.NoError(t, hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "research"}}))
-	root := v1alpha2test.MiniCluster("lammps").Namespace("research").Size(2).Interactive().
-		Bursts(fluxv1alpha2.Burst{Name: "burst-a", Cluster: "member-a", Size: 2},
-			fluxv1alpha2.Burst{Name: "burst-b", Cluster: "member-b", Size: 1}).Obj()
+	root := lanetest.TwoBurstRoot(v1alpha2test.MiniCluster("lammps").Namespace("research").Size(2)).Obj()
 	start := time.Now()
 	require.NoError(t, hub.Create(ctx, root))
-
-	got := &fluxv1alpha2.MiniCluster{}
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		require.NoError(c, hub.Get(ctx, client.ObjectKeyFromObject(root), got))
-		require.NotNil(c, got.Status.Flux, "the hub has not asked Flux yet")
-		require.Equal(c, int32(5), got.Status.Flux.Online, "ranks online: %+v", got.Status.Flux)
-		for _, b := range []string{"burst-a", "burst-b"} {
-			s := burstOf(got, b)
-			require.NotNil(c, s)
-			require.Equal(c, fluxv1alpha2.BurstJoined, s.Phase, "%s: %s", b, s.Message)
-		}
-	}, wait, tick)
+	got := lanetest.WaitJoined(t, f.Clients, root, 5, wait, tick)
 	t.Logf("every rank online in the root's Flux instance, as the hub reads it, %v after the root was created", time.Since(start).Round(100*time.Millisecond))
 
 	// Every real broker is where the overlay's stand-in places it from the same config.
@@ -131,20 +96,10 @@ func TestARootBurstsOntoTwoMembersWithRealBrokers(t *testing.T) {
 	// One job on every node of the federation.
 	out, err := f.Runners["hub"].Flux(ctx, leadPod(t, f, root), "run", "-N5", "hostname")
 	require.NoError(t, err)
-	hosts := strings.Fields(out)
-	slices.Sort(hosts)
-	require.Equal(t, []string{"burst-a-0", "burst-a-1", "burst-b-0", "lammps-0", "lammps-1"}, hosts)
+	lanetest.RequireHosts(t, out, "burst-a-0", "burst-a-1", "burst-b-0", "lammps-0", "lammps-1")
 
 	// Deleting the root stops every broker and leaves nothing behind.
-	require.NoError(t, hub.Delete(ctx, root))
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		require.True(c, apierrors.IsNotFound(hub.Get(ctx, client.ObjectKeyFromObject(root), got)))
-		for _, name := range []string{"hub", "member-a", "member-b"} {
-			var pods corev1.PodList
-			require.NoError(c, f.Clients[name].List(ctx, &pods, client.InNamespace("research")))
-			require.Empty(c, pods.Items, "pods left on %s", name)
-		}
-	}, wait, tick)
+	lanetest.DeleteAndWaitGone(t, f.Clients, root, wait, tick)
 	// The stand-ins of the same brokers, on the same configs and certificates, join as the real
 	// ones did: every rank, under the same hosts.
 	n, err := fleet.Network(got, sides)
@@ -183,22 +138,7 @@ func requireStandInPlaces(t *testing.T, f *fleet.Fleet, sides []fleet.Side) {
 	checked := 0
 	for _, s := range sides {
 		for _, p := range s.Pods {
-			place, err := brokersim.Locate(s.BrokerTOML, p.Spec.Hostname)
-			require.NoError(t, err, p.Spec.Hostname)
-			rank, err := attr(s, p, "rank")
-			require.NoError(t, err)
-			size, err := attr(s, p, "size")
-			require.NoError(t, err)
-			require.Equal(t, []string{strconv.Itoa(place.Rank), strconv.Itoa(place.Size)}, []string{rank, size}, "%s: rank and size", p.Spec.Hostname)
-			parent, err := attr(s, p, "tbon.parent-endpoint")
-			if place.Connect == "" {
-				require.Error(t, err, "%s has no parent", p.Spec.Hostname)
-			} else {
-				require.NoError(t, err)
-				require.Equal(t, place.Connect, parent, "%s: its parent's URI", p.Spec.Hostname)
-			}
-			_, err = attr(s, p, "tbon.endpoint")
-			require.Equal(t, place.Bind != "", err == nil, "%s listens for children: %v", p.Spec.Hostname, place.Children)
+			lanetest.RequireStandInPlace(t, s.BrokerTOML, p.Spec.Hostname, func(name string) (string, error) { return attr(s, p, name) })
 			checked++
 		}
 	}

@@ -2,7 +2,6 @@ package realflux_test
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -21,25 +20,20 @@ import (
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/api/v1alpha2/v1alpha2test"
 	"github.com/fluxfed/fluxfed/e2e/fleet"
-	"github.com/fluxfed/fluxfed/flux"
+	"github.com/fluxfed/fluxfed/e2e/lanetest"
 )
 
 // scaleDownAfter is the idle time of the cycles here, short for the test.
 const scaleDownAfter = 10 * time.Second
 
 // onDemandRoot is a root of two brokers with two bursts reserved at 0, up to 2 brokers each,
-// scaled on demand.
+// scaled on demand (lanetest.OnDemandBursts).
 func onDemandRoot(name string, change func(*fluxv1alpha2.MiniClusterSpec)) *fluxv1alpha2.MiniCluster {
-	return v1alpha2test.MiniCluster(name).Namespace(name).Size(2).Interactive().
-		Bursts(fluxv1alpha2.Burst{Name: "burst-a", Cluster: "member-a", Size: 0, MaxSize: 2},
-			fluxv1alpha2.Burst{Name: "burst-b", Cluster: "member-b", Size: 0, MaxSize: 2}).
-		Spec(func(s *fluxv1alpha2.MiniClusterSpec) {
-			s.Flux.Bursting.Scaling = &fluxv1alpha2.Scaling{Mode: fluxv1alpha2.ScalingOnDemand,
-				ScaleDownAfter: &metav1.Duration{Duration: scaleDownAfter}}
-			if change != nil {
-				change(s)
-			}
-		}).Obj()
+	b := lanetest.OnDemandBursts(v1alpha2test.MiniCluster(name).Namespace(name).Size(2).Interactive(), scaleDownAfter)
+	if change != nil {
+		b = b.Spec(change)
+	}
+	return b.Obj()
 }
 
 // createOnDemand creates root in a namespace of its own on the hub, deletes it when the test
@@ -60,98 +54,18 @@ func createOnDemand(t testing.TB, f *fleet.Fleet, root *fluxv1alpha2.MiniCluster
 	return root
 }
 
-// realJob is what flux jobs --json says of a job.
-type realJob struct {
-	ID        json.Number `json:"id"`
-	State     string      `json:"state"`
-	Result    string      `json:"result"`
-	TRun      float64     `json:"t_run"`
-	TInactive float64     `json:"t_inactive"`
-	Nnodes    int         `json:"nnodes"`
-}
-
-// jobs lists every job of the root's instance.
-func jobs(t require.TestingT, f *fleet.Fleet, root *fluxv1alpha2.MiniCluster) []realJob {
-	out, err := f.Runners["hub"].Flux(context.Background(), leadPod(t, f, root), "jobs", "-a", "--json")
-	require.NoError(t, err)
-	var list struct {
-		Jobs []realJob `json:"jobs"`
+// fluxIn runs flux commands in root's lead broker through the hub's runner.
+func fluxIn(f *fleet.Fleet, root *fluxv1alpha2.MiniCluster) lanetest.FluxIn {
+	return func(ctx context.Context, t require.TestingT, args ...string) (string, error) {
+		return f.Runners["hub"].Flux(ctx, leadPod(t, f, root), args...)
 	}
-	require.NoError(t, json.Unmarshal([]byte(out), &list))
-	return list.Jobs
 }
 
 // cycle runs one on-demand cycle on root's instance, as its user would from the lead broker's
-// container: a job that needs every reserved rank waits, the hub grows both bursts, their real
-// brokers join, the job runs and ends, and once idle the bursts are drained and shrunk to 0.
-// It returns the times of each step.
+// container (lanetest.Cycle), and returns the times of each step.
 func cycle(t *testing.T, f *fleet.Fleet, root *fluxv1alpha2.MiniCluster, submit func() time.Time) map[string]time.Time {
 	t.Helper()
-	ctx := context.Background()
-	hub := f.Clients["hub"]
-	at := map[string]time.Time{"submitted": submit()}
-	got := &fluxv1alpha2.MiniCluster{}
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		require.NoError(c, hub.Get(ctx, client.ObjectKeyFromObject(root), got))
-		a, b := burstOf(got, "burst-a"), burstOf(got, "burst-b")
-		require.NotNil(c, a)
-		require.NotNil(c, b)
-		if _, ok := at["decided"]; !ok && (a.Size > 0 || b.Size > 0) {
-			at["decided"] = time.Now()
-		}
-		if _, ok := at["online"]; !ok && at["decided"] != (time.Time{}) {
-			if out, err := f.Runners["hub"].Flux(ctx, leadPod(c, f, root), "uptime"); err == nil {
-				if u, err := flux.ParseUptime(out); err == nil && u.Offline == 0 {
-					at["online"] = time.Now()
-				}
-			}
-		}
-		require.Equal(c, []fluxv1alpha2.BurstPhase{fluxv1alpha2.BurstJoined, fluxv1alpha2.BurstJoined}, []fluxv1alpha2.BurstPhase{a.Phase, b.Phase},
-			"%s; %s", a.Message, b.Message)
-		at["joined"] = time.Now()
-	}, wait, 100*time.Millisecond, "the bursts never joined")
-
-	var job realJob
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		list := jobs(c, f, root)
-		require.NotEmpty(c, list)
-		job = list[0]
-		require.Equal(c, "INACTIVE", job.State, "the job ran and ended")
-	}, wait, tick)
-	require.Equal(t, "COMPLETED", job.Result, "the job ran to its end")
-	at["running"], at["ended"] = floatTime(job.TRun), floatTime(job.TInactive)
-
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		require.NoError(c, hub.Get(ctx, client.ObjectKeyFromObject(root), got))
-		if _, ok := at["drained"]; !ok && burstOf(got, "burst-a").Drained+burstOf(got, "burst-b").Drained > 0 {
-			at["drained"] = time.Now()
-		}
-		for _, b := range []string{"burst-a", "burst-b"} {
-			s := burstOf(got, b)
-			require.Equal(c, fluxv1alpha2.BurstReserved, s.Phase, "%s: %s", b, s.Message)
-		}
-		for _, m := range []string{"member-a", "member-b"} {
-			var pods corev1.PodList
-			require.NoError(c, f.Clients[m].List(ctx, &pods, client.InNamespace(root.Namespace)))
-			require.Empty(c, pods.Items, "the burst's pods on %s", m)
-		}
-		at["shrunk"] = time.Now()
-	}, wait+scaleDownAfter, tick, "the bursts never shrank")
-	return at
-}
-
-func floatTime(s float64) time.Time { return time.Unix(0, int64(s*1e9)) }
-
-func timeline(at map[string]time.Time) string {
-	var b strings.Builder
-	prev := at["submitted"]
-	for _, step := range []string{"decided", "online", "joined", "running", "ended", "drained", "shrunk"} {
-		if t, ok := at[step]; ok {
-			fmt.Fprintf(&b, " -> %s +%v", step, t.Sub(prev).Round(100*time.Millisecond))
-			prev = t
-		}
-	}
-	return "submitted" + b.String()
+	return lanetest.Cycle{Clients: f.Clients, Root: root, FluxIn: fluxIn(f, root), Wait: wait, Tick: tick, ScaleDownAfter: scaleDownAfter}.Run(t, submit)
 }
 
 // TestOnDemandBurstsGrowAndShrinkWithRealFlux runs the on-demand cycle with real brokers and
@@ -175,7 +89,7 @@ func TestOnDemandBurstsGrowAndShrinkWithRealFlux(t *testing.T) {
 		fluxOn("submit", "-N6", "sleep", "4")
 		return time.Now()
 	})
-	t.Logf("on-demand cycle, real Flux, default settings: %s", timeline(at))
+	t.Logf("on-demand cycle, real Flux, default settings: %s", lanetest.Timeline(at))
 
 	// The queue stopped, a job waits for the administrator: nothing grows for it.
 	fluxOn("queue", "stop")
@@ -183,7 +97,7 @@ func TestOnDemandBurstsGrowAndShrinkWithRealFlux(t *testing.T) {
 	waited := time.Now()
 	require.Never(t, func() bool {
 		require.NoError(t, hub.Get(ctx, client.ObjectKeyFromObject(root), got))
-		return burstOf(got, "burst-a").Size > 0 || burstOf(got, "burst-b").Size > 0
+		return lanetest.BurstOf(got, "burst-a").Size > 0 || lanetest.BurstOf(got, "burst-b").Size > 0
 	}, 25*time.Second, time.Second, "a burst grew for a job that waits on a stopped queue")
 	require.NoError(t, hub.Get(ctx, client.ObjectKeyFromObject(root), got))
 	require.True(t, got.Status.Flux.PendingJobs == 1, "the hub sees the job wait: %+v", got.Status.Flux)
@@ -192,9 +106,9 @@ func TestOnDemandBurstsGrowAndShrinkWithRealFlux(t *testing.T) {
 		fluxOn("queue", "start")
 		return time.Now()
 	})
-	t.Logf("after %v with the queue stopped (nothing grew), the queue started: %s", at["submitted"].Sub(waited).Round(time.Second), timeline(at))
+	t.Logf("after %v with the queue stopped (nothing grew), the queue started: %s", at["submitted"].Sub(waited).Round(time.Second), lanetest.Timeline(at))
 
-	list := jobs(t, f, root)
+	list := lanetest.Jobs(t, fluxIn(f, root))
 	require.Len(t, list, 2)
 	for _, j := range list {
 		require.Equal(t, "COMPLETED", j.Result, "job %s", j.ID)
@@ -223,7 +137,7 @@ func TestOnDemandWithHousekeeping(t *testing.T) {
 	for _, e := range events(t, f, root) {
 		require.NotEqual(t, "FluxUnreadable", e.Reason, "the hub could not read Flux: %s", e.Message)
 	}
-	t.Logf("on-demand cycle with housekeeping: %s", timeline(at))
+	t.Logf("on-demand cycle with housekeeping: %s", lanetest.Timeline(at))
 }
 
 // events returns the hub's events about root.
@@ -306,7 +220,7 @@ func noticeAWaitingJob(t testing.TB, name string) {
 	var raised time.Time
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		require.NoError(c, hub.Get(ctx, client.ObjectKeyFromObject(root), got))
-		require.True(c, burstOf(got, "burst-a").Size > 0 || burstOf(got, "burst-b").Size > 0, "no burst raised")
+		require.True(c, lanetest.BurstOf(got, "burst-a").Size > 0 || lanetest.BurstOf(got, "burst-b").Size > 0, "no burst raised")
 		raised = time.Now()
 	}, wait, 100*time.Millisecond)
 	// The event is recorded after the status write that raised the burst.

@@ -15,18 +15,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
-	"github.com/fluxfed/fluxfed/e2e/brokersim"
-	"github.com/fluxfed/fluxfed/e2e/clusters"
 	"github.com/fluxfed/fluxfed/e2e/fleet"
+	"github.com/fluxfed/fluxfed/e2e/lanetest"
 	"github.com/fluxfed/fluxfed/flux"
 	"github.com/fluxfed/fluxfed/hub"
 	"github.com/fluxfed/fluxfed/member/render/names"
@@ -40,17 +36,7 @@ func realFleet(t *testing.T) *fleet.Fleet {
 	images(t)
 	// A short directory: containerd's sockets are in it, and a unix socket's path has at most 104
 	// characters. Removed once the fleet stopped, or kept with its logs when the test failed.
-	dir, err := os.MkdirTemp("", "ffp")
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		if t.Failed() {
-			if kept, err := clusters.KeepForDiagnosis(t); err == nil && os.Rename(dir, filepath.Join(kept, "fleet")) == nil {
-				t.Logf("the fleet's clusters, with their logs, are kept in %s", filepath.Join(kept, "fleet"))
-				return
-			}
-		}
-		_ = os.RemoveAll(dir)
-	})
+	dir := lanetest.ShortDir(t, "ffp", "fleet", "the fleet's clusters, with their logs,")
 	start := time.Now()
 	f := fleet.StartT(t, fleet.Options{Dir: dir, RealNodes: 1, Logf: t.Logf,
 		ManagerArgs: []string{"--flux-interval=10s", "--flux-interval-max=2m"}})
@@ -61,16 +47,7 @@ func realFleet(t *testing.T) *fleet.Fleet {
 
 // leadPod returns the running pod of rank 0 of root on the hub.
 func leadPod(t require.TestingT, f *fleet.Fleet, root *fluxv1alpha2.MiniCluster) *corev1.Pod {
-	var pods corev1.PodList
-	require.NoError(t, f.Clients["hub"].List(context.Background(), &pods, client.InNamespace(root.Namespace),
-		client.MatchingLabels{fluxv1alpha2.LabelMiniCluster: root.Name, batchv1.JobCompletionIndexAnnotation: "0"}))
-	for i, p := range pods.Items {
-		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
-			return &pods.Items[i]
-		}
-	}
-	require.Fail(t, "no running lead pod")
-	return nil
+	return lanetest.LeadPod(t, f.Clients, root)
 }
 
 // fluxIn runs a flux command in the root's lead broker container through the hub's exec, as the
@@ -81,15 +58,6 @@ func fluxIn(ctx context.Context, t require.TestingT, f *fleet.Fleet, root *fluxv
 	lead := leadPod(t, f, root)
 	out, err := exec(ctx, lead.Namespace, lead.Name, lead.Spec.Containers[0].Name, flux.Command(names.MountPath(root), append([]string{"flux"}, args...)...))
 	return string(out), err
-}
-
-func burstOf(root *fluxv1alpha2.MiniCluster, name string) *fluxv1alpha2.BurstStatus {
-	for i := range root.Status.Bursts {
-		if root.Status.Bursts[i].Name == name {
-			return &root.Status.Bursts[i]
-		}
-	}
-	return nil
 }
 
 // TestFederationOnRealPods runs roots on a hub whose bursts go to two members, every cluster with
@@ -114,23 +82,10 @@ func testRootBursts(t *testing.T, f *fleet.Fleet, mem *memorySampler) {
 	for _, m := range f.Members {
 		describeOnFailure(t, f.Clients[m.Name], "research")
 	}
-	root := realMiniCluster("lammps", "research", 2, "hostname").Interactive().Expose(hubAddress.String()).
-		Bursts(fluxv1alpha2.Burst{Name: "burst-a", Cluster: "member-a", Size: 2},
-			fluxv1alpha2.Burst{Name: "burst-b", Cluster: "member-b", Size: 1}).Obj()
+	root := lanetest.TwoBurstRoot(realMiniCluster("lammps", "research", 2, "hostname").Expose(hubAddress.String())).Obj()
 	start := time.Now()
 	require.NoError(t, hubClient.Create(ctx, root))
-
-	got := &fluxv1alpha2.MiniCluster{}
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		require.NoError(c, hubClient.Get(ctx, client.ObjectKeyFromObject(root), got))
-		require.NotNil(c, got.Status.Flux, "the hub has not asked Flux yet")
-		require.Equal(c, int32(5), got.Status.Flux.Online, "ranks online: %+v", got.Status.Flux)
-		for _, b := range []string{"burst-a", "burst-b"} {
-			s := burstOf(got, b)
-			require.NotNil(c, s)
-			require.Equal(c, fluxv1alpha2.BurstJoined, s.Phase, "%s: %s", b, s.Message)
-		}
-	}, busyWait, time.Second)
+	got := lanetest.WaitJoined(t, f.Clients, root, 5, busyWait, time.Second)
 	t.Logf("Every rank online in the root's Flux instance, as the hub reads it, %s after the root was created (load average %s)",
 		time.Since(start).Round(100*time.Millisecond), loadAverage())
 
@@ -160,21 +115,11 @@ func testRootBursts(t *testing.T, f *fleet.Fleet, mem *memorySampler) {
 	// One job on every node of the federation.
 	out, err := fluxIn(ctx, t, f, root, "run", "-N5", "hostname")
 	require.NoError(t, err)
-	hosts := strings.Fields(out)
-	slices.Sort(hosts)
-	require.Equal(t, []string{"burst-a-0", "burst-a-1", "burst-b-0", "lammps-0", "lammps-1"}, hosts)
+	lanetest.RequireHosts(t, out, "burst-a-0", "burst-a-1", "burst-b-0", "lammps-0", "lammps-1")
 	mem.log(t)
 
 	// Deleting the root stops every broker and leaves nothing behind.
-	require.NoError(t, hubClient.Delete(ctx, root))
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		require.True(c, apierrors.IsNotFound(hubClient.Get(ctx, client.ObjectKeyFromObject(root), got)))
-		for _, name := range []string{"hub", "member-a", "member-b"} {
-			var pods corev1.PodList
-			require.NoError(c, f.Clients[name].List(ctx, &pods, client.InNamespace("research")))
-			require.Empty(c, pods.Items, "pods left on %s", name)
-		}
-	}, busyWait, time.Second)
+	lanetest.DeleteAndWaitGone(t, f.Clients, root, busyWait, time.Second)
 }
 
 // requireStandInPlaces requires every broker of sides to have found the place that the overlay's
@@ -193,22 +138,7 @@ func requireStandInPlaces(t *testing.T, f *fleet.Fleet, sides []fleet.Side) {
 			return strings.TrimSpace(string(out)), err
 		}
 		for _, p := range s.Pods {
-			place, err := brokersim.Locate(s.BrokerTOML, p.Spec.Hostname)
-			require.NoError(t, err, p.Spec.Hostname)
-			rank, err := attr(p, "rank")
-			require.NoError(t, err)
-			size, err := attr(p, "size")
-			require.NoError(t, err)
-			require.Equal(t, []string{strconv.Itoa(place.Rank), strconv.Itoa(place.Size)}, []string{rank, size}, "%s: rank and size", p.Spec.Hostname)
-			parent, err := attr(p, "tbon.parent-endpoint")
-			if place.Connect == "" {
-				require.Error(t, err, "%s has no parent", p.Spec.Hostname)
-			} else {
-				require.NoError(t, err)
-				require.Equal(t, place.Connect, parent, "%s: its parent's URI", p.Spec.Hostname)
-			}
-			_, err = attr(p, "tbon.endpoint")
-			require.Equal(t, place.Bind != "", err == nil, "%s listens for children: %v", p.Spec.Hostname, place.Children)
+			lanetest.RequireStandInPlace(t, s.BrokerTOML, p.Spec.Hostname, func(name string) (string, error) { return attr(p, name) })
 			checked++
 		}
 	}

@@ -15,25 +15,17 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/stretchr/testify/require"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/api/v1alpha2/v1alpha2test"
 	"github.com/fluxfed/fluxfed/e2e/clusters"
 	"github.com/fluxfed/fluxfed/e2e/k8sbin"
+	"github.com/fluxfed/fluxfed/e2e/lanetest"
 	"github.com/fluxfed/fluxfed/e2e/realnode"
 	"github.com/fluxfed/fluxfed/e2e/realpods"
-	"github.com/fluxfed/fluxfed/internal/testenv"
-	"github.com/fluxfed/fluxfed/member"
 )
 
 func TestMain(m *testing.M) {
@@ -77,43 +69,11 @@ func realCluster(t *testing.T, name string, nodes int) (*clusters.Cluster, clien
 	start := time.Now()
 	env := clusters.StartT(t, clusters.Options{
 		Names: []string{name}, RealNodes: nodes, RealNodeImages: archives, PauseImage: realpods.PauseImage,
-		Timeout: busyWait, BeforeControllers: installCRD,
+		Timeout: busyWait, BeforeControllers: lanetest.InstallCRD,
 	})
 	c := env.Cluster(name)
 	t.Logf("Cluster %s with %d real nodes up in %s (load average %s)", name, nodes, time.Since(start).Round(100*time.Millisecond), loadAverage())
-	scheme, err := testenv.Scheme()
-	require.NoError(t, err)
-	mgr, err := ctrl.NewManager(c.Config, ctrl.Options{
-		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Cache: cache.Options{ByObject: member.CacheByObject()}, Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	require.NoError(t, err)
-	require.NoError(t, member.Setup(mgr, member.Options{}))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
-	cl, err := client.New(c.Config, client.Options{Scheme: scheme})
-	require.NoError(t, err)
-	return c, cl
-}
-
-// installCRD creates fluxfed's CRD before the cluster's controllers start.
-func installCRD(ctx context.Context, _ *clusters.Cluster, cfg *rest.Config) error {
-	c, err := client.New(cfg, client.Options{})
-	if err != nil {
-		return err
-	}
-	objs, err := testenv.Kustomize("crd")
-	if err != nil {
-		return err
-	}
-	for _, o := range objs {
-		if err := c.Create(ctx, o); err != nil {
-			return err
-		}
-	}
-	return nil
+	return c, lanetest.RunMember(t, c)
 }
 
 // realMiniCluster is a MiniCluster of size brokers running command in the real-pod images.
@@ -138,35 +98,12 @@ func loadAverage() string {
 // the cluster saw them, with every container's state as its kubelet reported it.
 func describeOnFailure(t *testing.T, cl client.Client, namespace string) {
 	t.Helper()
-	t.Cleanup(func() {
-		if !t.Failed() {
-			return
+	lanetest.DescribeOnFailure(t, cl, namespace, func(p *corev1.Pod) {
+		t.Logf("pod %s on %q: %s %s", p.Name, p.Spec.NodeName, p.Status.Phase, p.Status.Message)
+		for _, s := range append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...) {
+			t.Logf("  container %s: restarts %d, state %s, last %s", s.Name, s.RestartCount, describeState(s.State), describeState(s.LastTerminationState))
 		}
-		ctx := context.Background()
-		var mcs fluxv1alpha2.MiniClusterList
-		if err := cl.List(ctx, &mcs, client.InNamespace(namespace)); err == nil {
-			for _, mc := range mcs.Items {
-				for _, c := range mc.Status.Conditions {
-					t.Logf("MiniCluster %s: %s=%s %s: %s", mc.Name, c.Type, c.Status, c.Reason, c.Message)
-				}
-			}
-		}
-		var jobs batchv1.JobList
-		if err := cl.List(ctx, &jobs, client.InNamespace(namespace)); err == nil {
-			for _, j := range jobs.Items {
-				t.Logf("Job %s: active %d, succeeded %d, failed %d, conditions %v", j.Name, j.Status.Active, j.Status.Succeeded, j.Status.Failed, j.Status.Conditions)
-			}
-		}
-		var pods corev1.PodList
-		if err := cl.List(ctx, &pods, client.InNamespace(namespace)); err == nil {
-			for _, p := range pods.Items {
-				t.Logf("pod %s on %q: %s %s", p.Name, p.Spec.NodeName, p.Status.Phase, p.Status.Message)
-				for _, s := range append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...) {
-					t.Logf("  container %s: restarts %d, state %s, last %s", s.Name, s.RestartCount, describeState(s.State), describeState(s.LastTerminationState))
-				}
-			}
-		}
-	})
+	}, nil)
 }
 
 // describeState says what a container state is, as the kubelet reported it.
