@@ -170,10 +170,16 @@ func run(ctx context.Context, out io.Writer, opts options, dir string) error {
 	if err != nil {
 		return err
 	}
-	stopFleet := func() error {
+	stopFleet := func(failed bool) error {
 		say("Stopping the clusters and managers")
 		if err := f.Stop(); err != nil {
 			return err
+		}
+		if failed {
+			// The logs the error names stay to be read; without the state file, the next demo
+			// starts over them.
+			say("The clusters' logs are kept in %s", dir)
+			return os.Remove(filepath.Join(dir, clusters.StateFile))
 		}
 		return os.RemoveAll(dir)
 	}
@@ -192,7 +198,7 @@ func run(ctx context.Context, out io.Writer, opts options, dir string) error {
 		err = handOver(ctx, f, dir, say)
 	}
 	if err != nil || !keep {
-		return errors.Join(err, stopFleet())
+		return errors.Join(err, stopFleet(err != nil))
 	}
 	fmt.Fprintf(out, "\nThe clusters, the managers and the stand-ins keep running (KEEP=1). Stop them all, and remove their files, with:\n  make clusters-down CLUSTERS_DIR=%s\n", dir)
 	return nil
