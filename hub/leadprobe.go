@@ -70,7 +70,7 @@ func (r *Reconciler) probeRound(ctx context.Context) {
 				}
 				next := d.last
 				next.err, next.at = err, r.opts.Clock()
-				d.m.setProbe(next)
+				d.m.updateProbe(d.last, next)
 				if (err == nil) != (d.last.err == nil) || errorText(err) != errorText(d.last.err) {
 					log.V(1).Info("The lead broker's greeting changed", "root", d.key, "error", errorText(err))
 					r.wakes.wake(d.key, 0)

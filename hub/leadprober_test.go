@@ -96,4 +96,13 @@ func TestTheLeadProberWakesARootOnlyWhenItsGreetingChanges(t *testing.T) {
 		require.Empty(t, round(interval), "settled: greeted every round, woken never")
 	}
 	require.Equal(t, map[int32]int{30001: 5, 30002: 5, 30003: 5}, greeted)
+
+	// A reconcile that greets a new endpoint while the prober greets the old one keeps its own.
+	m, _ := r.memory.peek(types.UID(roots[30001].Name))
+	old, _ := m.lastProbe()
+	moved := probeResult{root: roots[30001], lead: lead{endpoint: bursting.Endpoint{Address: "127.0.0.1", Port: 30009}, reason: fluxv1alpha2.ReasonAddressAssigned}, at: now}
+	m.setProbe(moved)
+	m.updateProbe(old, probeResult{root: old.root, lead: old.lead, at: now.Add(time.Second)})
+	got, _ := m.lastProbe()
+	require.Equal(t, int32(30009), got.lead.endpoint.Port, "the prober's answer about the old endpoint is dropped")
 }

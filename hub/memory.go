@@ -90,6 +90,17 @@ func (m *rootMemory) setProbe(p probeResult) {
 	m.probe = &p
 }
 
+// updateProbe records next in place of last, unless another greeting was recorded since (a
+// reconcile that greeted a new endpoint): the lead prober's answer about an older one must not
+// take its place.
+func (m *rootMemory) updateProbe(last, next probeResult) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.probe != nil && m.probe.at.Equal(last.at) && m.probe.lead.endpoint == last.lead.endpoint && m.probe.lead.reason == last.lead.reason {
+		m.probe = &next
+	}
+}
+
 // forgetProbe drops the last greeting: the root has no endpoint to greet.
 func (m *rootMemory) forgetProbe() {
 	m.mu.Lock()
