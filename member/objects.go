@@ -64,10 +64,11 @@ func (r *Reconciler) reconcileObjects(ctx context.Context, mc *fluxv1alpha2.Mini
 			obs.job = job
 		}
 	}
-	// The CURVE Secret as the cache holds it: one just created is not remembered until the cache
-	// has it, and the next reconcile checks everything again.
+	// The CURVE Secret as the cache holds it (the member's own, or a child's that the hub pushed,
+	// both judged by ensureCurveSecret): one just created is not remembered until the cache has
+	// it, and the next reconcile checks everything again.
 	secret := &corev1.Secret{}
-	if err := r.client.Get(ctx, client.ObjectKey{Namespace: mc.Namespace, Name: names.CurveSecretName(mc)}, secret); err == nil && metav1.IsControlledBy(secret, mc) {
+	if err := r.client.Get(ctx, client.ObjectKey{Namespace: mc.Namespace, Name: names.CurveSecretName(mc)}, secret); err == nil {
 		r.settled.remember(mc, obs.hostlist, append(objs, settledObject{gvk: corev1.SchemeGroupVersion.WithKind("Secret"), obj: secret}))
 	} else {
 		r.settled.forget(client.ObjectKeyFromObject(mc))
