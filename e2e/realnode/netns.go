@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/fluxfed/fluxfed/e2e/netns"
 )
 
 // CreateNetns creates a network namespace with only its loopback interface, up, and pins it to
@@ -30,7 +32,7 @@ func CreateNetns(path string) error {
 		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
 			return fmt.Errorf("unshare(CLONE_NEWNET): %w", err)
 		}
-		if err := loopbackUp(); err != nil {
+		if err := netns.LoopbackUp(); err != nil {
 			return err
 		}
 		if err := unix.Mount("/proc/thread-self/ns/net", path, "", unix.MS_BIND, ""); err != nil {
@@ -226,26 +228,4 @@ func (d *Dialer) DialContext(ctx context.Context, network, address string) (net.
 		return err
 	})
 	return conn, err
-}
-
-// loopbackUp sets IFF_UP on lo of the calling thread's network namespace; the kernel then gives
-// it 127.0.0.1/8.
-func loopbackUp() error {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("a socket for ioctl: %w", err)
-	}
-	defer unix.Close(fd)
-	ifr, err := unix.NewIfreq("lo")
-	if err != nil {
-		return err
-	}
-	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
-		return fmt.Errorf("SIOCGIFFLAGS lo: %w", err)
-	}
-	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
-	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
-		return fmt.Errorf("SIOCSIFFLAGS lo: %w", err)
-	}
-	return nil
 }

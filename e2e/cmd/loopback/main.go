@@ -25,6 +25,8 @@ import (
 	"runtime"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/fluxfed/fluxfed/e2e/netns"
 )
 
 // sys are the system calls run makes, so that a test can make them fail.
@@ -38,7 +40,7 @@ type sys struct {
 	exec func(argv0 string, argv, envv []string) error
 }
 
-var realSys = sys{unshare: unix.Unshare, setns: unix.Setns, loopbackUp: loopbackUp, exec: unix.Exec}
+var realSys = sys{unshare: unix.Unshare, setns: unix.Setns, loopbackUp: netns.LoopbackUp, exec: unix.Exec}
 
 func main() {
 	runtime.LockOSThread() // the namespace is this thread's; exec must happen on it
@@ -91,28 +93,6 @@ func isolate(s sys) error {
 			return fmt.Errorf("%w: bringing lo up: %w; going back to the host's namespace: %w", errStranded, err, backErr)
 		}
 		return fmt.Errorf("bringing lo up in the new namespace: %w", err)
-	}
-	return nil
-}
-
-// loopbackUp sets IFF_UP on lo, which is all a new network namespace lacks: the kernel then
-// gives lo 127.0.0.1/8 and routes all of 127.0.0.0/8 to it.
-func loopbackUp() error {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("a socket for ioctl: %w", err)
-	}
-	defer unix.Close(fd)
-	ifr, err := unix.NewIfreq("lo")
-	if err != nil {
-		return err
-	}
-	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
-		return fmt.Errorf("SIOCGIFFLAGS lo: %w", err)
-	}
-	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
-	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
-		return fmt.Errorf("SIOCSIFFLAGS lo: %w", err)
 	}
 	return nil
 }

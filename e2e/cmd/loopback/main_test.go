@@ -39,8 +39,8 @@ func TestMain(m *testing.M) {
 	netguard.Main(m)
 }
 
-// netns names the network namespace of this process ("net:[4026531840]").
-func netns(t *testing.T, path string) string {
+// namespaceOf names the network namespace at path ("net:[4026531840]").
+func namespaceOf(t *testing.T, path string) string {
 	t.Helper()
 	link, err := os.Readlink(path)
 	require.NoError(t, err)
@@ -63,7 +63,7 @@ func canUnshare() bool {
 // runs it anyway.
 func TestNamespace(t *testing.T) {
 	cmd := exec.Command(os.Args[0], os.Args[0], "-test.run=^TestInside$", "-test.v", "-test.count=1")
-	cmd.Env = append(os.Environ(), roleEnv+"=wrapper", hostNSEnv+"="+netns(t, "/proc/self/ns/net"))
+	cmd.Env = append(os.Environ(), roleEnv+"=wrapper", hostNSEnv+"="+namespaceOf(t, "/proc/self/ns/net"))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -85,7 +85,7 @@ func TestNamespace(t *testing.T) {
 // TestInside is the command TestNamespace runs through the loopback command; run on its own it
 // does nothing.
 func TestInside(t *testing.T) {
-	here := netns(t, "/proc/self/ns/net")
+	here := namespaceOf(t, "/proc/self/ns/net")
 	switch os.Getenv(roleEnv) {
 	case "inside":
 	case "child":
@@ -112,7 +112,7 @@ func TestInside(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, tasks)
 	for _, task := range tasks {
-		require.Equal(t, here, netns(t, task), task)
+		require.Equal(t, here, namespaceOf(t, task), task)
 	}
 	child := exec.Command(os.Args[0], "-test.run=^TestInside$", "-test.v", "-test.count=1")
 	child.Env = append(os.Environ(), roleEnv+"=child")
