@@ -5,14 +5,16 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/fluxfed/fluxfed/internal/manager"
+	"github.com/fluxfed/fluxfed/internal/manager/hubmanager"
 )
 
 // newScheme returns the types the manager works with: Kubernetes' built-in ones and fluxfed's.
 func newScheme() (*k8sruntime.Scheme, error) { return manager.NewScheme() }
 
-// newManagerCommand is `fluxfed manager` (internal/manager), its flags grouped in its help.
+// newManagerCommand is `fluxfed manager` (internal/manager, and internal/manager/hubmanager for
+// --hub), its flags grouped in its help.
 func newManagerCommand() *cobra.Command {
-	opts := &manager.Options{}
+	opts, hubOpts := &manager.Options{}, &hubmanager.Options{}
 	cmd := &cobra.Command{
 		Use:   "manager",
 		Short: "Run the MiniCluster operator (with --hub, also the bursting hub)",
@@ -22,7 +24,7 @@ func newManagerCommand() *cobra.Command {
 			"  fluxfed manager --hub --dial-allow 10.0.0.0/8 --zap-log-level debug",
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return manager.Run(cmd.Context(), opts, buildVersion(), cmd.ErrOrStderr())
+			return manager.Run(cmd.Context(), opts, hubOpts, buildVersion(), cmd.ErrOrStderr())
 		},
 	}
 	fs := cmd.Flags()
@@ -31,7 +33,7 @@ func newManagerCommand() *cobra.Command {
 	opts.BindLogging(fs)
 	setGroup(fs, groupLogging, general)
 	general = flagNames(fs)
-	opts.BindHub(fs)
+	hubOpts.Bind(fs)
 	setGroup(fs, groupHub, general)
 	return cmd
 }

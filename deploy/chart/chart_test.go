@@ -44,6 +44,7 @@ import (
 	"github.com/fluxfed/fluxfed/deploy/release"
 	"github.com/fluxfed/fluxfed/e2e/k8sbin"
 	"github.com/fluxfed/fluxfed/internal/manager"
+	"github.com/fluxfed/fluxfed/internal/manager/hubmanager"
 	"github.com/fluxfed/fluxfed/internal/testenv"
 )
 
@@ -312,10 +313,11 @@ func managerContainer(t *testing.T, objs []*unstructured.Unstructured) corev1.Co
 func managerFlags(t *testing.T) []string {
 	t.Helper()
 	var o manager.Options
+	var h hubmanager.Options
 	fs := pflag.NewFlagSet("manager", pflag.ContinueOnError)
 	o.BindGeneral(fs)
 	o.BindLogging(fs)
-	o.BindHub(fs)
+	h.Bind(fs)
 	var flags []string
 	fs.VisitAll(func(f *pflag.Flag) { flags = append(flags, f.Name) })
 	require.Contains(t, flags, "dial-allow", "the hub's flags are bound")
