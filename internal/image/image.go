@@ -1,7 +1,10 @@
 // Package image builds the fluxfed container image without a container engine: one layer that
-// holds a static fluxfed binary at /fluxfed on an empty base, run as a non-root user. Every byte
-// of the image is a function of the binary and the Spec (file times, owners and the creation time
-// are fixed), so two builds of the same source give the same digest.
+// holds two static binaries on an empty base, run as a non-root user: fluxfed at /fluxfed, the
+// entrypoint (`fluxfed manager --hub`, the command line), and fluxfed-manager at
+// /fluxfed-manager, the MiniCluster operator alone, which a cluster that is not a hub runs (it
+// maps less of its binary). Every byte of the image is a function of the binaries and the Spec
+// (file times, owners and the creation time are fixed), so two builds of the same source give
+// the same digest.
 //
 // The image is written as a docker-archive tarball (the format of `docker save`: manifest.json,
 // the config and the gzipped layer), which `docker load`, `podman load`, `ctr images import`
@@ -31,8 +34,10 @@ import (
 )
 
 const (
-	// BinaryPath is where the binary is in the image, and the entrypoint.
+	// BinaryPath is where fluxfed is in the image, and the entrypoint.
 	BinaryPath = "/fluxfed"
+	// ManagerPath is where fluxfed-manager is in the image: deploy/manager's command.
+	ManagerPath = "/fluxfed-manager"
 	// User is the numeric user and group the image runs as: not root, and numeric so that
 	// Kubernetes can check runAsNonRoot without an /etc/passwd in the image.
 	User = "65532:65532"
@@ -44,7 +49,26 @@ const (
 	Title = "fluxfed"
 )
 
-// Spec says what goes into the image besides the binary.
+// Binaries are the contents of the image's static linux binaries.
+type Binaries struct {
+	// Fluxfed is ./cmd/fluxfed, at BinaryPath.
+	Fluxfed []byte
+	// Manager is ./cmd/fluxfed-manager, at ManagerPath.
+	Manager []byte
+}
+
+// files are the binaries by their path in the layer, in the order the layer holds them.
+func (b Binaries) files() []file {
+	return []file{{BinaryPath, b.Fluxfed}, {ManagerPath, b.Manager}}
+}
+
+// file is a file of the layer: its path in the image and its contents.
+type file struct {
+	path    string
+	content []byte
+}
+
+// Spec says what goes into the image besides the binaries.
 type Spec struct {
 	// Version of fluxfed (the tag of a release, e.g. v0.1.0): label org.opencontainers.image.version.
 	Version string
@@ -76,10 +100,12 @@ func (s Spec) Labels() map[string]string {
 	}
 }
 
-// Build returns the image holding binary, the contents of a static fluxfed for linux/s.Arch.
-func Build(binary []byte, s Spec) (v1.Image, error) {
-	if len(binary) == 0 {
-		return nil, errors.New("building the image: the binary is empty")
+// Build returns the image holding binaries, static binaries for linux/s.Arch.
+func Build(binaries Binaries, s Spec) (v1.Image, error) {
+	for _, f := range binaries.files() {
+		if len(f.content) == 0 {
+			return nil, fmt.Errorf("building the image: the binary %s is empty", f.path)
+		}
 	}
 	if s.Arch == "" {
 		return nil, errors.New("building the image: no architecture given")
@@ -88,7 +114,7 @@ func Build(binary []byte, s Spec) (v1.Image, error) {
 		return nil, errors.New("building the image: no version given")
 	}
 	created := s.created()
-	layerBlob, err := layerTarGzip(binary, created)
+	layerBlob, err := layerTarGzip(binaries.files(), created)
 	if err != nil {
 		return nil, err
 	}
@@ -104,8 +130,8 @@ func Build(binary []byte, s Spec) (v1.Image, error) {
 		MediaType: types.OCILayer,
 		History: v1.History{
 			Created:   v1.Time{Time: created},
-			CreatedBy: "fluxfed internal/image: " + BinaryPath,
-			Comment:   "a static fluxfed binary",
+			CreatedBy: "fluxfed internal/image: " + BinaryPath + " " + ManagerPath,
+			Comment:   "static fluxfed and fluxfed-manager binaries",
 		},
 	})
 	if err != nil {
@@ -132,24 +158,26 @@ func Build(binary []byte, s Spec) (v1.Image, error) {
 	return img, nil
 }
 
-// layerTarGzip returns the gzipped tar of the only layer: the binary, owned by root (the image's
-// user may run it but not replace it), with every time set to created.
-func layerTarGzip(binary []byte, created time.Time) ([]byte, error) {
+// layerTarGzip returns the gzipped tar of the only layer: the binaries, owned by root (the
+// image's user may run them but not replace them), with every time set to created.
+func layerTarGzip(files []file, created time.Time) ([]byte, error) {
 	var tarBuf bytes.Buffer
 	tw := tar.NewWriter(&tarBuf)
-	hdr := &tar.Header{
-		Typeflag: tar.TypeReg,
-		Name:     BinaryPath[1:], // layer paths are relative to the root
-		Mode:     0o755,
-		Size:     int64(len(binary)),
-		ModTime:  created,
-		Format:   tar.FormatUSTAR,
-	}
-	if err := tw.WriteHeader(hdr); err != nil {
-		return nil, fmt.Errorf("writing the layer's tar header: %w", err)
-	}
-	if _, err := tw.Write(binary); err != nil {
-		return nil, fmt.Errorf("writing the binary into the layer: %w", err)
+	for _, f := range files {
+		hdr := &tar.Header{
+			Typeflag: tar.TypeReg,
+			Name:     f.path[1:], // layer paths are relative to the root
+			Mode:     0o755,
+			Size:     int64(len(f.content)),
+			ModTime:  created,
+			Format:   tar.FormatUSTAR,
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return nil, fmt.Errorf("writing the layer's tar header of %s: %w", f.path, err)
+		}
+		if _, err := tw.Write(f.content); err != nil {
+			return nil, fmt.Errorf("writing %s into the layer: %w", f.path, err)
+		}
 	}
 	if err := tw.Close(); err != nil {
 		return nil, fmt.Errorf("closing the layer's tar: %w", err)

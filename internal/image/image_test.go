@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"io"
 	"log"
 	"net/http/httptest"
@@ -30,30 +31,54 @@ const testVersion = "v9.8.7-test"
 
 var (
 	buildOnce sync.Once
-	built     []byte
+	built     Binaries
 	buildErr  error
 )
 
-// fluxfedBinary builds the real ./cmd/fluxfed, as the image needs it, once per test binary.
-func fluxfedBinary(t *testing.T) []byte {
+// realBinaries builds the real ./cmd/fluxfed and ./cmd/fluxfed-manager, as the image needs them,
+// once per test binary.
+func realBinaries(t *testing.T) Binaries {
 	t.Helper()
 	buildOnce.Do(func() { built, buildErr = buildInto(t.Context(), "") })
 	require.NoError(t, buildErr)
 	return built
 }
 
-// buildInto builds the binary in a new directory under parent and returns its bytes.
-func buildInto(ctx context.Context, parent string) ([]byte, error) {
+// buildInto builds the binaries in a new directory under parent and returns their bytes.
+func buildInto(ctx context.Context, parent string) (Binaries, error) {
 	dir, err := os.MkdirTemp(parent, "fluxfed-image-test-")
 	if err != nil {
-		return nil, err
+		return Binaries{}, err
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
-	out := filepath.Join(dir, "fluxfed")
-	if err := BuildBinary(ctx, repoRoot(), out, testVersion, runtime.GOARCH); err != nil {
-		return nil, err
+	return BuildBinaries(ctx, repoRoot(), dir, testVersion, runtime.GOARCH)
+}
+
+// fakeBinaries are two different contents that stand for the binaries where they are not run.
+var fakeBinaries = Binaries{Fluxfed: []byte("#!/not/a/real/fluxfed\n"), Manager: []byte("#!/not/a/real/fluxfed-manager\n")}
+
+// layerFiles returns the entries of img's only layer: their headers and contents, in order.
+func layerFiles(t *testing.T, img v1.Image) ([]*tar.Header, [][]byte) {
+	t.Helper()
+	layers, err := img.Layers()
+	require.NoError(t, err)
+	require.Len(t, layers, 1)
+	rc, err := layers[0].Uncompressed()
+	require.NoError(t, err)
+	defer func() { _ = rc.Close() }()
+	tr := tar.NewReader(rc)
+	var hdrs []*tar.Header
+	var contents [][]byte
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return hdrs, contents
+		}
+		require.NoError(t, err)
+		content, err := io.ReadAll(tr)
+		require.NoError(t, err)
+		hdrs, contents = append(hdrs, hdr), append(contents, content)
 	}
-	return os.ReadFile(out)
 }
 
 func repoRoot() string {
@@ -74,7 +99,7 @@ var testSpec = Spec{
 var testTag = name.MustParseReference("ghcr.io/fluxfed/fluxfed:" + testVersion).(name.Tag)
 
 func TestTheConfigRunsTheBinaryAsANonRootUser(t *testing.T) {
-	img, err := Build([]byte("not really a binary"), testSpec)
+	img, err := Build(fakeBinaries, testSpec)
 	require.NoError(t, err)
 	cf, err := img.ConfigFile()
 	require.NoError(t, err)
@@ -101,7 +126,7 @@ func TestTheConfigRunsTheBinaryAsANonRootUser(t *testing.T) {
 	require.Len(t, m.Layers, 1)
 	require.Equal(t, types.OCILayer, m.Layers[0].MediaType)
 
-	arm, err := Build([]byte("x"), Spec{Version: testVersion, Arch: "arm64"})
+	arm, err := Build(fakeBinaries, Spec{Version: testVersion, Arch: "arm64"})
 	require.NoError(t, err)
 	cf, err = arm.ConfigFile()
 	require.NoError(t, err)
@@ -109,43 +134,35 @@ func TestTheConfigRunsTheBinaryAsANonRootUser(t *testing.T) {
 	require.True(t, time.Unix(0, 0).Equal(cf.Created.Time), "no time given is the Unix epoch, got %s", cf.Created)
 }
 
-func TestTheLayerHoldsOnlyTheBinaryOwnedByRoot(t *testing.T) {
-	binary := []byte("#!/not/a/real/binary\n")
-	img, err := Build(binary, testSpec)
+func TestTheLayerHoldsExactlyTheTwoBinariesOwnedByRoot(t *testing.T) {
+	img, err := Build(fakeBinaries, testSpec)
 	require.NoError(t, err)
-	layers, err := img.Layers()
-	require.NoError(t, err)
-	require.Len(t, layers, 1)
-	rc, err := layers[0].Uncompressed()
-	require.NoError(t, err)
-	defer func() { _ = rc.Close() }()
-	tr := tar.NewReader(rc)
-	hdr, err := tr.Next()
-	require.NoError(t, err)
-	require.Equal(t, "fluxfed", hdr.Name)
-	require.Equal(t, byte(tar.TypeReg), hdr.Typeflag)
-	require.Equal(t, int64(0o755), hdr.Mode)
-	require.Equal(t, 0, hdr.Uid)
-	require.Equal(t, 0, hdr.Gid)
-	require.Empty(t, hdr.Uname)
-	require.Empty(t, hdr.Gname)
-	require.True(t, testSpec.Created.Equal(hdr.ModTime), "mtime %s", hdr.ModTime)
-	content, err := io.ReadAll(tr)
-	require.NoError(t, err)
-	require.Equal(t, binary, content)
-	_, err = tr.Next()
-	require.ErrorIs(t, err, io.EOF, "one entry only")
+	hdrs, contents := layerFiles(t, img)
+	var names []string
+	for _, hdr := range hdrs {
+		names = append(names, hdr.Name)
+		require.Equal(t, byte(tar.TypeReg), hdr.Typeflag, hdr.Name)
+		require.Equal(t, int64(0o755), hdr.Mode, hdr.Name)
+		require.Equal(t, 0, hdr.Uid, hdr.Name)
+		require.Equal(t, 0, hdr.Gid, hdr.Name)
+		require.Empty(t, hdr.Uname, hdr.Name)
+		require.Empty(t, hdr.Gname, hdr.Name)
+		require.True(t, testSpec.Created.Equal(hdr.ModTime), "%s: mtime %s", hdr.Name, hdr.ModTime)
+	}
+	require.Equal(t, []string{"fluxfed", "fluxfed-manager"}, names, "the two binaries and nothing else")
+	require.Equal(t, [][]byte{fakeBinaries.Fluxfed, fakeBinaries.Manager}, contents)
 }
 
 func TestBuildSaysWhatIsMissing(t *testing.T) {
 	for _, c := range []struct {
-		binary []byte
+		binary Binaries
 		spec   Spec
 		want   string
 	}{
-		{nil, testSpec, "the binary is empty"},
-		{[]byte("x"), Spec{Version: "v1"}, "no architecture"},
-		{[]byte("x"), Spec{Arch: "amd64"}, "no version"},
+		{Binaries{Manager: []byte("x")}, testSpec, "the binary /fluxfed is empty"},
+		{Binaries{Fluxfed: []byte("x")}, testSpec, "the binary /fluxfed-manager is empty"},
+		{fakeBinaries, Spec{Version: "v1"}, "no architecture"},
+		{fakeBinaries, Spec{Arch: "amd64"}, "no version"},
 	} {
 		_, err := Build(c.binary, c.spec)
 		require.ErrorContains(t, err, c.want)
@@ -153,12 +170,13 @@ func TestBuildSaysWhatIsMissing(t *testing.T) {
 }
 
 func TestTwoBuildsAreByteIdentical(t *testing.T) {
-	first := fluxfedBinary(t)
+	first := realBinaries(t)
 	second, err := buildInto(t.Context(), t.TempDir())
 	require.NoError(t, err)
-	require.Equal(t, sha256.Sum256(first), sha256.Sum256(second), "the same source builds to the same binary")
+	require.Equal(t, sha256.Sum256(first.Fluxfed), sha256.Sum256(second.Fluxfed), "the same source builds to the same fluxfed")
+	require.Equal(t, sha256.Sum256(first.Manager), sha256.Sum256(second.Manager), "the same source builds to the same fluxfed-manager")
 
-	archive := func(binary []byte, s Spec) (v1.Hash, [32]byte) {
+	archive := func(binary Binaries, s Spec) (v1.Hash, [32]byte) {
 		img, err := Build(binary, s)
 		require.NoError(t, err)
 		digest, err := img.Digest()
@@ -181,12 +199,11 @@ func TestTwoBuildsAreByteIdentical(t *testing.T) {
 	require.NotEqual(t, d1, d3, "the creation time is part of the image")
 }
 
-func TestTheArchiveLoadsBackWithItsTagAndItsBinaryRuns(t *testing.T) {
+func TestTheArchiveLoadsBackWithItsTagAndItsBinariesRun(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the image's binary is built for linux")
 	}
-	binary := fluxfedBinary(t)
-	img, err := Build(binary, testSpec)
+	img, err := Build(realBinaries(t), testSpec)
 	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "fluxfed-image.tar")
 	require.NoError(t, WriteArchive(path, testTag, img))
@@ -211,28 +228,19 @@ func TestTheArchiveLoadsBackWithItsTagAndItsBinaryRuns(t *testing.T) {
 	_, err = tarball.ImageFromPath(path, &other)
 	require.Error(t, err, "the archive holds only its own tag")
 
-	// Take /fluxfed out of the loaded image's layer and run it.
-	layers, err := loaded.Layers()
-	require.NoError(t, err)
-	require.Len(t, layers, 1)
-	rc, err := layers[0].Uncompressed()
-	require.NoError(t, err)
-	defer func() { _ = rc.Close() }()
-	tr := tar.NewReader(rc)
-	hdr, err := tr.Next()
-	require.NoError(t, err)
-	require.Equal(t, "fluxfed", hdr.Name)
-	exe := filepath.Join(t.TempDir(), "fluxfed")
-	f, err := os.OpenFile(exe, os.O_CREATE|os.O_WRONLY|os.O_EXCL, os.FileMode(hdr.Mode))
-	require.NoError(t, err)
-	_, err = io.Copy(f, tr)
-	require.NoError(t, err)
-	require.NoError(t, f.Close())
-
-	out, err := exec.CommandContext(t.Context(), exe, "version").CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	require.True(t, strings.HasPrefix(string(out), "fluxfed "+testVersion+" ("), "%s", out)
-	require.Contains(t, string(out), "linux/"+runtime.GOARCH)
+	// Take the binaries out of the loaded image's layer and run them.
+	hdrs, contents := layerFiles(t, loaded)
+	require.Len(t, hdrs, 2)
+	dir := t.TempDir()
+	for i, hdr := range hdrs {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, hdr.Name), contents[i], os.FileMode(hdr.Mode)))
+	}
+	for _, c := range []struct{ binary, arg string }{{"fluxfed", "version"}, {"fluxfed-manager", "--version"}} {
+		out, err := exec.CommandContext(t.Context(), filepath.Join(dir, c.binary), c.arg).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		require.True(t, strings.HasPrefix(string(out), c.binary+" "+testVersion+" ("), "%s", out)
+		require.Contains(t, string(out), "linux/"+runtime.GOARCH)
+	}
 }
 
 func TestPushToARegistryOnLoopbackAndPullBack(t *testing.T) {
@@ -241,7 +249,7 @@ func TestPushToARegistryOnLoopbackAndPullBack(t *testing.T) {
 	host := strings.TrimPrefix(srv.URL, "http://")
 	require.True(t, strings.HasPrefix(host, "127.0.0.1:"), "the registry listens on loopback: %s", host)
 
-	img, err := Build([]byte("a binary"), testSpec)
+	img, err := Build(fakeBinaries, testSpec)
 	require.NoError(t, err)
 	tag, err := name.NewTag(host+"/fluxfed:"+testVersion, name.StrictValidation)
 	require.NoError(t, err)
@@ -267,7 +275,7 @@ func TestPushToARegistryOnLoopbackAndPullBack(t *testing.T) {
 
 func TestWriteArchiveLeavesNothingBehindOnFailure(t *testing.T) {
 	dir := t.TempDir()
-	img, err := Build([]byte("x"), testSpec)
+	img, err := Build(fakeBinaries, testSpec)
 	require.NoError(t, err)
 	err = WriteArchive(filepath.Join(dir, "missing", "fluxfed-image.tar"), testTag, img)
 	require.Error(t, err)

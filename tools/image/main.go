@@ -1,6 +1,7 @@
-// Command image builds the fluxfed image without a container engine (`make image`): it builds a
-// static ./cmd/fluxfed for linux, puts it in an image with internal/image, writes the image as a
-// docker-archive tarball and, with -push, pushes it. Run it from the root of the repository.
+// Command image builds the fluxfed image without a container engine (`make image`): it builds
+// static ./cmd/fluxfed and ./cmd/fluxfed-manager for linux, puts them in an image with
+// internal/image, writes the image as a docker-archive tarball and, with -push, pushes it. Run it
+// from the root of the repository.
 //
 //	go run ./tools/image -image ghcr.io/fluxfed/fluxfed:v0.1.0 -o dist/fluxfed-image.tar [-push]
 //
@@ -42,7 +43,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("image", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	ref := fs.String("image", "", "the image's reference, a repository and a tag (required), e.g. ghcr.io/fluxfed/fluxfed:v0.1.0")
-	version := fs.String("version", "", "the version stamped into the binary and the version label (default: the tag of -image)")
+	version := fs.String("version", "", "the version stamped into the binaries and the version label (default: the tag of -image)")
 	revision := fs.String("revision", "", "the commit, for the revision label")
 	arch := fs.String("arch", runtime.GOARCH, "the architecture (GOARCH) to build for")
 	out := fs.String("o", filepath.Join("dist", "fluxfed-image.tar"), "where to write the image archive")
@@ -73,15 +74,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer func() { _ = os.RemoveAll(tmp) }()
-	binPath := filepath.Join(tmp, "fluxfed")
-	if err := image.BuildBinary(ctx, ".", binPath, *version, *arch); err != nil {
-		return err
-	}
-	binary, err := os.ReadFile(binPath)
+	binaries, err := image.BuildBinaries(ctx, ".", tmp, *version, *arch)
 	if err != nil {
 		return err
 	}
-	img, err := image.Build(binary, image.Spec{Version: *version, Revision: *revision, Arch: *arch, Created: created})
+	img, err := image.Build(binaries, image.Spec{Version: *version, Revision: *revision, Arch: *arch, Created: created})
 	if err != nil {
 		return err
 	}
