@@ -8,9 +8,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/fluxfed/fluxfed/internal/image"
+	"github.com/fluxfed/fluxfed/internal/manager"
+	"github.com/fluxfed/fluxfed/internal/manager/hubmanager"
 	"github.com/fluxfed/fluxfed/internal/testenv"
 )
 
@@ -51,5 +58,53 @@ func TestTheManifestsRunTheImageMakeImageBuilds(t *testing.T) {
 			}
 		}
 		require.Equal(t, []string{ref}, images, "deploy/%s", dir)
+	}
+}
+
+// TestEachInstallRunsItsBinaryWithItsFlags: deploy/default and deploy/manager run the
+// MiniCluster operator alone, /fluxfed-manager, and deploy/hub runs `/fluxfed manager --hub`
+// (the binaries internal/image puts in the image); every argument is a flag of the binary it is
+// given to.
+func TestEachInstallRunsItsBinaryWithItsFlags(t *testing.T) {
+	flagsOf := func(hub bool) []string {
+		var o manager.Options
+		var h hubmanager.Options
+		fs := pflag.NewFlagSet("manager", pflag.ContinueOnError)
+		o.BindGeneral(fs)
+		o.BindLogging(fs)
+		if hub {
+			h.Bind(fs)
+		}
+		var names []string
+		fs.VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+		return names
+	}
+	for dir, hub := range map[string]bool{"default": false, "manager": false, "hub": true} {
+		var ctrs []corev1.Container
+		for _, o := range kustomize(t, dir) {
+			if o.GetKind() != "Deployment" {
+				continue
+			}
+			var d appsv1.Deployment
+			require.NoError(t, k8sruntime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &d))
+			ctrs = append(ctrs, d.Spec.Template.Spec.Containers...)
+		}
+		require.Len(t, ctrs, 1, "deploy/%s", dir)
+		ctr := ctrs[0]
+		args := ctr.Args
+		if hub {
+			require.Equal(t, []string{image.BinaryPath}, ctr.Command, "deploy/%s", dir)
+			require.Equal(t, "manager", args[0], "deploy/%s", dir)
+			require.Contains(t, args, "--hub", "deploy/%s", dir)
+			args = args[1:]
+		} else {
+			require.Equal(t, []string{image.ManagerPath}, ctr.Command, "deploy/%s", dir)
+		}
+		flags := flagsOf(hub)
+		for _, a := range args {
+			require.True(t, strings.HasPrefix(a, "--"), "deploy/%s: %s is not a flag", dir, a)
+			name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+			require.Contains(t, flags, name, "deploy/%s: %s is not a flag of %s", dir, a, ctr.Command[0])
+		}
 	}
 }

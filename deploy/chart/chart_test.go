@@ -43,6 +43,7 @@ import (
 	"github.com/fluxfed/fluxfed/deploy"
 	"github.com/fluxfed/fluxfed/deploy/release"
 	"github.com/fluxfed/fluxfed/e2e/k8sbin"
+	"github.com/fluxfed/fluxfed/internal/image"
 	"github.com/fluxfed/fluxfed/internal/manager"
 	"github.com/fluxfed/fluxfed/internal/manager/hubmanager"
 	"github.com/fluxfed/fluxfed/internal/testenv"
@@ -207,7 +208,7 @@ var chartCases = []chartCase{
 	{
 		name: "single", values: map[string]any{},
 		objects: sorted(single),
-		args:    []string{"manager", "--leader-elect", "--metrics-bind-address=:8443", "--health-probe-bind-address=:8081"},
+		args:    []string{"--leader-elect", "--metrics-bind-address=:8443", "--health-probe-bind-address=:8081"},
 		notArgs: []string{"--hub", "--metrics-secure=false"},
 	},
 	{
@@ -308,25 +309,50 @@ func managerContainer(t *testing.T, objs []*unstructured.Unstructured) corev1.Co
 	return d.Spec.Template.Spec.Containers[0]
 }
 
-// managerFlags are the flags `fluxfed manager` defines (internal/manager), the logging flags
-// of controller-runtime's zap options among them.
-func managerFlags(t *testing.T) []string {
+// managerFlags are the flags of the binaries the chart runs: /fluxfed-manager's (the general
+// flags of internal/manager and controller-runtime's logging flags) and, with hub true, those of
+// `/fluxfed manager`, which adds the hub's (internal/manager/hubmanager).
+func managerFlags(t *testing.T, hub bool) []string {
 	t.Helper()
 	var o manager.Options
 	var h hubmanager.Options
 	fs := pflag.NewFlagSet("manager", pflag.ContinueOnError)
 	o.BindGeneral(fs)
 	o.BindLogging(fs)
-	h.Bind(fs)
+	if hub {
+		h.Bind(fs)
+	}
 	var flags []string
 	fs.VisitAll(func(f *pflag.Flag) { flags = append(flags, f.Name) })
-	require.Contains(t, flags, "dial-allow", "the hub's flags are bound")
+	require.Equal(t, hub, slices.Contains(flags, "dial-allow"), "the hub's flags are bound with hub only")
 	require.Contains(t, flags, "zap-log-level", "the logging flags are bound")
 	return flags
 }
 
+// requireRunsItsBinary checks the manager's command and arguments: the hub runs `/fluxfed
+// manager`, anything else /fluxfed-manager (the binaries of internal/image), and every argument
+// is a flag of the binary it is given to.
+func requireRunsItsBinary(t *testing.T, ctr corev1.Container, hub bool) {
+	t.Helper()
+	args := ctr.Args
+	if hub {
+		require.Equal(t, []string{image.BinaryPath}, ctr.Command)
+		require.NotEmpty(t, args)
+		require.Equal(t, "manager", args[0])
+		args = args[1:]
+	} else {
+		require.Equal(t, []string{image.ManagerPath}, ctr.Command)
+		require.NotContains(t, args, "manager", "fluxfed-manager takes no command word")
+	}
+	flags := managerFlags(t, hub)
+	for _, a := range args {
+		require.True(t, strings.HasPrefix(a, "--"), "%s is not a flag", a)
+		name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		require.Contains(t, flags, name, "%s is not a flag of %s", a, ctr.Command[0])
+	}
+}
+
 func TestChartRendersEachMode(t *testing.T) {
-	flags := managerFlags(t)
 	for _, c := range chartCases {
 		t.Run(c.name, func(t *testing.T) {
 			objs := render(t, c.values)
@@ -354,11 +380,7 @@ func TestChartRendersEachMode(t *testing.T) {
 			for _, a := range c.notArgs {
 				require.NotContains(t, ctr.Args, a)
 			}
-			require.Equal(t, "manager", ctr.Args[0])
-			for _, a := range ctr.Args[1:] {
-				name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
-				require.Contains(t, flags, name, "%s is not a flag of fluxfed manager", a)
-			}
+			requireRunsItsBinary(t, ctr, c.values["mode"] == "hub")
 			require.Len(t, slices.Compact(slices.Sorted(slices.Values(ctr.Args))), len(ctr.Args), "a flag given twice: %q", ctr.Args)
 		})
 	}
@@ -377,7 +399,13 @@ func TestChartInstallsWhatTheReleaseManifestDoes(t *testing.T) {
 			if m.Name == "member" {
 				vals["memberAccess"] = map[string]any{"enabled": true}
 			}
-			require.Equal(t, ids(manifest), ids(render(t, vals)))
+			objs := render(t, vals)
+			require.Equal(t, ids(manifest), ids(objs))
+			// The same binary: /fluxfed-manager, or /fluxfed manager for the hub.
+			want, got := managerContainer(t, manifest), managerContainer(t, objs)
+			require.Equal(t, want.Command, got.Command)
+			require.Equal(t, want.Args[0] == "manager", got.Args[0] == "manager", "manifest %q, chart %q", want.Args, got.Args)
+			requireRunsItsBinary(t, want, m.Name == "hub")
 		})
 	}
 }

@@ -43,10 +43,24 @@ app.kubernetes.io/component: manager
   namespace: {{ .ctx.Release.Namespace }}
 {{- end -}}
 
+{{/*
+The manager's command: the hub is `/fluxfed manager --hub`; the operator alone (single and
+member) is /fluxfed-manager, which has no hub and maps less memory.
+*/}}
+{{- define "fluxfed.command" -}}
+{{- if eq (include "fluxfed.mode" .) "hub" -}}
+- /fluxfed
+{{- else -}}
+- /fluxfed-manager
+{{- end -}}
+{{- end -}}
+
 {{/* The manager's arguments. */}}
 {{- define "fluxfed.args" -}}
 {{- $m := .Values.manager -}}
+{{- if eq (include "fluxfed.mode" .) "hub" }}
 - manager
+{{- end }}
 {{- if $m.leaderElect }}
 - --leader-elect
 {{- end }}
