@@ -1,16 +1,19 @@
-// Package managermem measures the memory of the fluxfed manager as a process: the binary runs
-// against a real API server while it reconciles 100, 300 and 1000 MiniClusters (size 4), and its
-// peak RSS, file-backed and anonymous RSS, Go heap and CPU time are read from /proc and its
-// metrics (issue 25: the manager at 100 MiniClusters within the Flux Operator's 53.4 MiB, memory
-// linear in MiniClusters). It has no code of its own; the benchmark is in its test.
+// Package managermem measures the memory of the fluxfed manager as a process: the binary runs as
+// the image runs it (fluxfed-manager, the MiniCluster operator alone, by default; `fluxfed
+// manager` with -managermem.binaries=fluxfed) against a real API server while it reconciles
+// 100, 300 and 1000 MiniClusters (size 4), and its peak RSS, file-backed and anonymous RSS, Go
+// heap and CPU time are read from /proc and its metrics (issue 25: the manager at 100
+// MiniClusters within the Flux Operator's 53.4 MiB, memory linear in MiniClusters). It has no
+// code of its own; the benchmark is in its test.
 //
 // Run it with:
 //
 //	KUBEBUILDER_ASSETS=~/.cache/fluxfed/k8s/v1.36.3 ~/.cache/fluxfed/tools/loopback \
 //	  go test ./tools/bench/managermem -run '^$' -bench Manager -benchtime 1x -timeout 60m
 //
-// -managermem.sizes, -managermem.binaries (another main, NAME=./PACKAGE), -managermem.env
-// (GOGC=50) and -managermem.profiles (heap and CPU profiles) vary it.
+// -managermem.sizes, -managermem.binaries (fluxfed-manager, fluxfed, or another main,
+// NAME=./PACKAGE, several to compare them in one run), -managermem.env (GOGC=50) and
+// -managermem.profiles (heap and CPU profiles) vary it.
 //
 // -managermem.fluxoperator=MANAGER,CRD measures the Flux Operator's manager beside fluxfed's
 // (a binary built from its source, which no fluxfed build depends on, and its MiniCluster CRD,

@@ -2,6 +2,7 @@ package managermem
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fluxfed/fluxfed/api/v1alpha2/v1alpha2test"
+	"github.com/fluxfed/fluxfed/internal/image"
 )
 
 func TestRequestsSumsTheClientCountsOfEveryCodeAndHost(t *testing.T) {
@@ -69,4 +71,17 @@ func TestABurnerEndsWithItsParent(t *testing.T) {
 		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
 		return len(fields) > 0 && fields[0] == "Z" // exited, not yet reaped by its new parent
 	}, 10*time.Second, 50*time.Millisecond, "the burner %d outlived its parent", pid)
+}
+
+// TestTheDefaultBinaryIsTheOneTheImageRuns: without -managermem.binaries the benchmark measures
+// fluxfed-manager, run with flags only, as deploy/manager runs /fluxfed-manager; fluxfed stays
+// selectable, run as `fluxfed manager`.
+func TestTheDefaultBinaryIsTheOneTheImageRuns(t *testing.T) {
+	def := flag.Lookup("managermem.binaries").DefValue
+	require.Equal(t, "fluxfed-manager", def)
+	bin := known[def]
+	require.Equal(t, "./cmd/fluxfed-manager", bin.pkg)
+	require.Equal(t, image.ManagerPath, "/"+bin.name)
+	require.Empty(t, bin.args)
+	require.Equal(t, binary{name: "fluxfed", pkg: "./cmd/fluxfed", args: []string{"manager"}}, known["fluxfed"])
 }

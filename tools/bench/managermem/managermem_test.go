@@ -37,7 +37,7 @@ import (
 
 var (
 	sizes      = flag.String("managermem.sizes", "100,300,1000", "comma-separated numbers of MiniClusters, one API server each")
-	binaries   = flag.String("managermem.binaries", "fluxfed", "comma-separated binaries to measure: fluxfed (run as `fluxfed manager`) or NAME=./PACKAGE (another main that runs the manager with its flags, e.g. one that calls internal/manager alone, or ./cmd/fluxfed built with -overlay)")
+	binaries   = flag.String("managermem.binaries", "fluxfed-manager", "comma-separated binaries to measure: fluxfed-manager (./cmd/fluxfed-manager, the MiniCluster operator alone, as the image runs it), fluxfed (run as `fluxfed manager`) or NAME=./PACKAGE (another main that runs the manager with its flags, or ./cmd/fluxfed built with -overlay); beside the Flux Operator the first is compared with it")
 	wait       = flag.Duration("managermem.wait", 15*time.Minute, "how long a run waits for every MiniCluster to have a status (or, beside the Flux Operator, every object) before it fails")
 	profiles   = flag.String("managermem.profiles", "", "directory to write the profiles of each run to: NAME-mc=N.heap, the heap of a fluxfed binary once everything settled (go tool pprof -sample_index inuse_space), NAME-mc=N.cpu.K, its CPU in consecutive profiles of 5 s from the first create until everything exists (go tool pprof -top NAME-mc=N.cpu.*), and RUN.apiserver.cpu.K, the API server's meanwhile")
 	managerEnv = flag.String("managermem.env", "", "comma-separated NAME=VALUE added to the manager's environment, e.g. GOGC=50")
@@ -59,7 +59,8 @@ type binary struct {
 }
 
 var known = map[string]binary{
-	"fluxfed": {name: "fluxfed", pkg: "./cmd/fluxfed", args: []string{"manager"}},
+	"fluxfed-manager": {name: "fluxfed-manager", pkg: "./cmd/fluxfed-manager"},
+	"fluxfed":         {name: "fluxfed", pkg: "./cmd/fluxfed", args: []string{"manager"}},
 }
 
 // BenchmarkManagerMemory runs each manager binary, as the image runs it, against an API server
@@ -125,7 +126,7 @@ func parseBinaries(b *testing.B) []binary {
 			}
 		}
 		if !ok {
-			b.Fatalf("-managermem.binaries: unknown binary %q (fluxfed or NAME=./PACKAGE)", name)
+			b.Fatalf("-managermem.binaries: unknown binary %q (fluxfed-manager, fluxfed or NAME=./PACKAGE)", name)
 		}
 		bins = append(bins, bin)
 	}
