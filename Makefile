@@ -68,8 +68,9 @@ endif
 ##@ Build
 
 .PHONY: build
-build: ## Build bin/fluxfed.
+build: ## Build bin/fluxfed and bin/fluxfed-manager (the MiniCluster operator alone, which deploy/manager runs).
 	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN_DIR)/fluxfed ./cmd/fluxfed
+	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN_DIR)/fluxfed-manager ./cmd/fluxfed-manager
 
 .PHONY: image
 image: ## Build the image without a container engine: dist/fluxfed-image.tar, for docker load -i, kind load image-archive or ctr images import.
