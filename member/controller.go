@@ -133,7 +133,8 @@ func secretToMiniCluster(_ context.Context, obj client.Object) []reconcile.Reque
 // CacheByObject limits the manager's cache of the kinds the reconciler owns to objects that carry
 // the MiniCluster label, so fluxfed does not hold every Job, Service, ConfigMap and Secret of the
 // cluster in memory (nor need the permission to list them all), and holds them without their
-// managedFields, which internal/apply reads live when an apply changes an object.
+// managedFields, which internal/apply reads live when an apply changes an object, and the
+// ConfigMaps with their values as digests (apply.SummarizeConfigMaps).
 func CacheByObject() map[client.Object]cache.ByObject {
 	selector := labels.NewSelector()
 	req, err := labels.NewRequirement(fluxv1alpha2.LabelMiniCluster, "exists", nil)
@@ -141,10 +142,12 @@ func CacheByObject() map[client.Object]cache.ByObject {
 		panic(err) // a constant key; covered by tests
 	}
 	byLabel := cache.ByObject{Label: selector.Add(*req), Transform: cache.TransformStripManagedFields()}
+	// The ConfigMaps' values only by their digests: the entrypoint script is 22 KB of each.
+	summarized := cache.ByObject{Label: byLabel.Label, Transform: apply.SummarizeConfigMaps}
 	return map[client.Object]cache.ByObject{
 		&batchv1.Job{}:      byLabel,
 		&corev1.Service{}:   byLabel,
-		&corev1.ConfigMap{}: byLabel,
+		&corev1.ConfigMap{}: summarized,
 		&corev1.Secret{}:    byLabel,
 	}
 }

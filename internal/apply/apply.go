@@ -379,7 +379,8 @@ func Stamp(u *unstructured.Unstructured) error {
 
 // UpToDate reports whether current, the object as observed, already holds what the stamped
 // desired would apply: it is not being deleted, it carries desired's hash, and every field
-// desired sets has the same value in it.
+// desired sets has the same value in it (the same digest, in a ConfigMap that a cache summarized
+// with SummarizeConfigMaps).
 func UpToDate(current client.Object, desired *unstructured.Unstructured) bool {
 	if current.GetDeletionTimestamp() != nil ||
 		current.GetAnnotations()[fluxv1alpha2.AnnotationAppliedHash] != desired.GetAnnotations()[fluxv1alpha2.AnnotationAppliedHash] {
@@ -394,7 +395,11 @@ func UpToDate(current client.Object, desired *unstructured.Unstructured) bool {
 			return false
 		}
 	}
-	for k, v := range desired.Object {
+	fields := desired.Object
+	if data, ok := observed["data"].(map[string]any); ok && summarized(data) {
+		fields = summarizedDesired(fields)
+	}
+	for k, v := range fields {
 		// A typed object read from a cache has no apiVersion and kind; status is not applied.
 		if k == "apiVersion" || k == "kind" || k == "status" {
 			continue
