@@ -12,8 +12,9 @@
 //	  go test ./tools/bench/managermem -run '^$' -bench Manager -benchtime 1x -timeout 60m
 //
 // -managermem.sizes, -managermem.binaries (fluxfed-manager, fluxfed, or another main,
-// NAME=./PACKAGE, several to compare them in one run), -managermem.env (GOGC=50) and
-// -managermem.profiles (heap and CPU profiles) vary it.
+// NAME=./PACKAGE, several to compare them in one run), -managermem.env (GOGC=50),
+// -managermem.args (fluxfed's flags, --max-concurrent-reconciles=1) and -managermem.profiles
+// (heap and CPU profiles) vary it.
 //
 // -managermem.fluxoperator=MANAGER,CRD measures the Flux Operator's manager beside fluxfed's
 // (a binary built from its source, which no fluxfed build depends on, and its MiniCluster CRD,

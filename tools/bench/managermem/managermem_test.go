@@ -36,14 +36,15 @@ import (
 )
 
 var (
-	sizes      = flag.String("managermem.sizes", "100,300,1000", "comma-separated numbers of MiniClusters, one API server each")
-	binaries   = flag.String("managermem.binaries", "fluxfed-manager", "comma-separated binaries to measure: fluxfed-manager (./cmd/fluxfed-manager, the MiniCluster operator alone, as the image runs it), fluxfed (run as `fluxfed manager`) or NAME=./PACKAGE (another main that runs the manager with its flags, or ./cmd/fluxfed built with -overlay); beside the Flux Operator the first is compared with it")
-	wait       = flag.Duration("managermem.wait", 15*time.Minute, "how long a run waits for every MiniCluster to have a status (or, beside the Flux Operator, every object) before it fails")
-	profiles   = flag.String("managermem.profiles", "", "directory to write the profiles of each run to: NAME-mc=N.heap, the heap of a fluxfed binary once everything settled (go tool pprof -sample_index inuse_space), NAME-mc=N.cpu.K, its CPU in consecutive profiles of 5 s from the first create until everything exists (go tool pprof -top NAME-mc=N.cpu.*), and RUN.apiserver.cpu.K, the API server's meanwhile")
-	managerEnv = flag.String("managermem.env", "", "comma-separated NAME=VALUE added to the manager's environment, e.g. GOGC=50")
-	settle     = flag.Duration("managermem.settle", 5*time.Second, "how long the manager runs once every MiniCluster has a status before its memory is read")
-	fluxOp     = flag.String("managermem.fluxoperator", "", "MANAGER,CRD: measure the Flux Operator's manager binary too (built from its source), on API servers that have its MiniCluster CRD (the file CRD) in place of fluxfed's. Every run then creates the MiniClusters with one kubectl apply and waits for every Job, headless Service and ConfigMap, and each size also times kubectl apply with no manager running")
-	busy       = flag.Int("managermem.busy", 0, "number of CPU-burning processes that run from before the first run until the last one ended: the same load for every binary")
+	sizes       = flag.String("managermem.sizes", "100,300,1000", "comma-separated numbers of MiniClusters, one API server each")
+	binaries    = flag.String("managermem.binaries", "fluxfed-manager", "comma-separated binaries to measure: fluxfed-manager (./cmd/fluxfed-manager, the MiniCluster operator alone, as the image runs it), fluxfed (run as `fluxfed manager`) or NAME=./PACKAGE (another main that runs the manager with its flags, or ./cmd/fluxfed built with -overlay); beside the Flux Operator the first is compared with it")
+	wait        = flag.Duration("managermem.wait", 15*time.Minute, "how long a run waits for every MiniCluster to have a status (or, beside the Flux Operator, every object) before it fails")
+	profiles    = flag.String("managermem.profiles", "", "directory to write the profiles of each run to: NAME-mc=N.heap, the heap of a fluxfed binary once everything settled (go tool pprof -sample_index inuse_space), NAME-mc=N.cpu.K, its CPU in consecutive profiles of 5 s from the first create until everything exists (go tool pprof -top NAME-mc=N.cpu.*), and RUN.apiserver.cpu.K, the API server's meanwhile")
+	managerEnv  = flag.String("managermem.env", "", "comma-separated NAME=VALUE added to the manager's environment, e.g. GOGC=50")
+	managerArgs = flag.String("managermem.args", "", "comma-separated flags added to fluxfed's manager (not the Flux Operator's), e.g. --max-concurrent-reconciles=1")
+	settle      = flag.Duration("managermem.settle", 5*time.Second, "how long the manager runs once every MiniCluster has a status before its memory is read")
+	fluxOp      = flag.String("managermem.fluxoperator", "", "MANAGER,CRD: measure the Flux Operator's manager binary too (built from its source), on API servers that have its MiniCluster CRD (the file CRD) in place of fluxfed's. Every run then creates the MiniClusters with one kubectl apply and waits for every Job, headless Service and ConfigMap, and each size also times kubectl apply with no manager running")
+	busy        = flag.Int("managermem.busy", 0, "number of CPU-burning processes that run from before the first run until the last one ended: the same load for every binary")
 )
 
 // binary is a manager binary the benchmark measures: the package it is built from and the
@@ -256,6 +257,9 @@ func startManager(b *testing.B, bin binary, path string, env *testenv.Env, dir s
 			"--kubeconfig="+m.kubeconfig,
 			"--metrics-secure=false", "--metrics-bind-address="+m.metricsAddr,
 			"--health-probe-bind-address="+probeAddr)
+		if *managerArgs != "" {
+			args = append(args, strings.Split(*managerArgs, ",")...)
+		}
 		if *profiles != "" {
 			m.pprofAddr = freeAddr(b)
 			args = append(args, "--pprof-bind-address="+m.pprofAddr)
