@@ -17,7 +17,8 @@
 // object, the claim is turned into an apply's, so that a field dropped from the desired state is
 // dropped from the object too. A new object thus costs one request, its create. The cache may
 // hold objects without their managedFields (cache.TransformStripManagedFields): an apply that
-// changes one then reads it live first, for its claim.
+// changes one then reads it live first, for its claim. It may hold ConfigMaps with their values
+// replaced by digests (SummarizeConfigMaps), which the second check compares by digest.
 //
 // A refusal that waits for someone else (an object of the same name that is not ours) or that
 // only a change of spec can lift (invalid, immutable) is a *Refusal carrying the condition
