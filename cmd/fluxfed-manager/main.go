@@ -16,14 +16,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"syscall"
 
 	"github.com/spf13/pflag"
 
+	"github.com/fluxfed/fluxfed/internal/buildinfo"
 	"github.com/fluxfed/fluxfed/internal/manager"
 )
 
@@ -116,19 +115,8 @@ func usage(w io.Writer, general, logging *pflag.FlagSet) error {
 	return err
 }
 
-// buildVersion returns the stamped version, else the module version Go recorded (a `go install
-// ...@vX` build), else "devel", as fluxfed's.
-func buildVersion() string {
-	if version != "" {
-		return version
-	}
-	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
-		return info.Main.Version
-	}
-	return "devel"
-}
+// buildVersion is the version of this build (buildinfo.Version), as fluxfed's.
+func buildVersion() string { return buildinfo.Version(version) }
 
 // versionLine is what --version prints, in the form of `fluxfed version`.
-func versionLine() string {
-	return fmt.Sprintf("%s %s (%s, %s/%s)", name, buildVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
-}
+func versionLine() string { return buildinfo.Line(name, version) }

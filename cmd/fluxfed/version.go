@@ -2,31 +2,20 @@ package main
 
 import (
 	"fmt"
-	"runtime"
-	"runtime/debug"
 
 	"github.com/spf13/cobra"
+
+	"github.com/fluxfed/fluxfed/internal/buildinfo"
 )
 
 // version is stamped at build time: go build -ldflags "-X main.version=v0.1.0".
 var version = ""
 
-// buildVersion returns the stamped version, else the module version Go recorded (a `go install
-// ...@vX` build), else "devel".
-func buildVersion() string {
-	if version != "" {
-		return version
-	}
-	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
-		return info.Main.Version
-	}
-	return "devel"
-}
+// buildVersion is the version of this build (buildinfo.Version).
+func buildVersion() string { return buildinfo.Version(version) }
 
 // versionLine is what `fluxfed version` and `fluxfed --version` print.
-func versionLine() string {
-	return fmt.Sprintf("fluxfed %s (%s, %s/%s)", buildVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
-}
+func versionLine() string { return buildinfo.Line("fluxfed", version) }
 
 func newVersionCommand() *cobra.Command {
 	return &cobra.Command{
