@@ -121,10 +121,7 @@ func bearerToken(h http.Header) (string, bool) {
 // authenticate returns the user the API server says token belongs to, nil if it belongs to nobody.
 func (r *reviewer) authenticate(ctx context.Context, token string) (*authenticationv1.UserInfo, error) {
 	key := sha256.Sum256([]byte(token))
-	r.mu.Lock()
-	user, ok := r.users.get(key, r.now())
-	r.mu.Unlock()
-	if ok {
+	if user, ok := recall(r, r.users, key); ok {
 		return user, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, reviewTimeout)
@@ -137,9 +134,7 @@ func (r *reviewer) authenticate(ctx context.Context, token string) (*authenticat
 	if review.Status.Authenticated {
 		user, ttl = &review.Status.User, authenticatedTTL
 	}
-	r.mu.Lock()
-	r.users.put(key, user, r.now(), ttl)
-	r.mu.Unlock()
+	keep(r, r.users, key, user, ttl)
 	return user, nil
 }
 
@@ -163,10 +158,7 @@ func (r *reviewer) authorize(ctx context.Context, user *authenticationv1.UserInf
 		return false, fmt.Errorf("encoding a SubjectAccessReview: %w", err)
 	}
 	key := sha256.Sum256(data)
-	r.mu.Lock()
-	allowed, ok := r.grants.get(key, r.now())
-	r.mu.Unlock()
-	if ok {
+	if allowed, ok := recall(r, r.grants, key); ok {
 		return allowed, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, reviewTimeout)
@@ -179,10 +171,22 @@ func (r *reviewer) authorize(ctx context.Context, user *authenticationv1.UserInf
 	if allowed {
 		ttl = allowedTTL
 	}
-	r.mu.Lock()
-	r.grants.put(key, allowed, r.now(), ttl)
-	r.mu.Unlock()
+	keep(r, r.grants, key, allowed, ttl)
 	return allowed, nil
+}
+
+// recall returns the answer a holds for key, under the reviewer's lock.
+func recall[T any](r *reviewer, a answers[T], key [sha256.Size]byte) (T, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return a.get(key, r.now())
+}
+
+// keep puts an answer in a for ttl, under the reviewer's lock.
+func keep[T any](r *reviewer, a answers[T], key [sha256.Size]byte, value T, ttl time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	a.put(key, value, r.now(), ttl)
 }
 
 // answers are the API server's answers by digest, each until it expires.

@@ -87,19 +87,19 @@ func scrapeWith(h http.Handler, method, auth string) (int, string) {
 	return rec.Code, strings.TrimSpace(rec.Body.String())
 }
 
-// TestReviewsKeepTheAPIServersAnswers: against a real API server, a scraper is reviewed once a
-// minute and authorized once in 5 minutes however often it scrapes; a refusal is asked about
-// again after 30 s, so a binding made for it counts then; tokens the server does not know and
-// headers that carry no bearer token are refused, the latter without asking.
-func TestReviewsKeepTheAPIServersAnswers(t *testing.T) {
-	env := testenv.Start(t)
+// monitoring makes env a cluster with fluxfed's deploy/default (ClusterRole
+// fluxfed-metrics-reader) and a namespace monitoring. It returns how to make a ServiceAccount
+// there and a token of it, and how to bind one to fluxfed-metrics-reader, which waits until the
+// API server's authorizer knows of the binding (it learns of it from a watch).
+func monitoring(t *testing.T, env *testenv.Env) (token func(name string) string, bind func(name string)) {
+	t.Helper()
 	ctx := context.Background()
 	cs, err := kubernetes.NewForConfig(env.Config)
 	require.NoError(t, err)
 	require.NoError(t, env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fluxfed-system"}}))
 	require.NoError(t, env.ApplyDeploy(ctx, "default"))
 	require.NoError(t, env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "monitoring"}}))
-	token := func(name string) string {
+	token = func(name string) string {
 		_, err := cs.CoreV1().ServiceAccounts("monitoring").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
 		require.NoError(t, err)
 		tr, err := cs.CoreV1().ServiceAccounts("monitoring").CreateToken(ctx, name, &authenticationv1.TokenRequest{
@@ -108,14 +108,13 @@ func TestReviewsKeepTheAPIServersAnswers(t *testing.T) {
 		require.NoError(t, err)
 		return tr.Status.Token
 	}
-	bind := func(name string) {
+	bind = func(name string) {
 		_, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: "metrics-" + name},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "fluxfed-metrics-reader"},
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "monitoring", Name: name}},
 		}, metav1.CreateOptions{})
 		require.NoError(t, err)
-		// The authorizer learns of the binding from a watch.
 		require.EventuallyWithT(t, func(c *assert.CollectT) {
 			r, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 				User: "system:serviceaccount:monitoring:" + name, NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: "/metrics", Verb: "get"},
@@ -124,6 +123,16 @@ func TestReviewsKeepTheAPIServersAnswers(t *testing.T) {
 			require.True(c, r.Status.Allowed)
 		}, 30*time.Second, 50*time.Millisecond)
 	}
+	return token, bind
+}
+
+// TestReviewsKeepTheAPIServersAnswers: against a real API server, a scraper is reviewed once a
+// minute and authorized once in 5 minutes however often it scrapes; a refusal is asked about
+// again after 30 s, so a binding made for it counts then; tokens the server does not know and
+// headers that carry no bearer token are refused, the latter without asking.
+func TestReviewsKeepTheAPIServersAnswers(t *testing.T) {
+	env := testenv.Start(t)
+	token, bind := monitoring(t, env)
 	scraper, stranger := token("prometheus"), token("stranger")
 	bind("prometheus")
 

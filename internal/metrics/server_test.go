@@ -1,4 +1,4 @@
-package metrics_test
+package metrics
 
 import (
 	"context"
@@ -10,17 +10,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	authenticationv1 "k8s.io/api/authentication/v1"
-	authorizationv1 "k8s.io/api/authorization/v1"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/fluxfed/fluxfed/internal/metrics"
 	"github.com/fluxfed/fluxfed/internal/testenv"
 )
 
@@ -73,46 +65,20 @@ func scrape(t *testing.T, url, token string) (int, string) {
 // one with a bound ServiceAccount's token gets fluxfed's series.
 func TestTheMetricsEndpointServesOnlyAuthorizedScrapers(t *testing.T) {
 	env := testenv.Start(t)
-	ctx := context.Background()
-	cs, err := kubernetes.NewForConfig(env.Config)
-	require.NoError(t, err)
-	require.NoError(t, env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fluxfed-system"}}))
-	require.NoError(t, env.ApplyDeploy(ctx, "default"))
-	require.NoError(t, env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "monitoring"}}))
-	token := func(name string) string {
-		_, err := cs.CoreV1().ServiceAccounts("monitoring").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-		require.NoError(t, err)
-		tr, err := cs.CoreV1().ServiceAccounts("monitoring").CreateToken(ctx, name, &authenticationv1.TokenRequest{
-			Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)},
-		}, metav1.CreateOptions{})
-		require.NoError(t, err)
-		return tr.Status.Token
-	}
+	token, bind := monitoring(t, env)
 	scraper, stranger := token("prometheus"), token("stranger")
-	_, err = cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "prometheus-metrics"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "fluxfed-metrics-reader"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "monitoring", Name: "prometheus"}},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	// The authorizer learns of the binding from a watch: wait until it has, so that the server
-	// never caches a refusal of the scraper.
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		r, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-			User: "system:serviceaccount:monitoring:prometheus", NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: "/metrics", Verb: "get"},
-		}}, metav1.CreateOptions{})
-		require.NoError(c, err)
-		require.True(c, r.Status.Allowed)
-	}, 10*time.Second, 50*time.Millisecond)
+	// bind waits until the authorizer knows of the binding, so that the server never keeps a
+	// refusal of the scraper.
+	bind("prometheus")
 
-	metrics.SetMember("member-x", metrics.HealthReady, 0)
-	t.Cleanup(func() { metrics.ForgetMember("member-x") })
+	SetMember("member-x", HealthReady, 0)
+	t.Cleanup(func() { ForgetMember("member-x") })
 
 	// The manager as deployed: its ServiceAccount, with deploy/default's ClusterRole.
 	asManager := rest.CopyConfig(env.Config)
 	asManager.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:fluxfed-system:fluxfed-manager",
 		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:fluxfed-system", "system:authenticated"}}
-	url := "https://" + serve(t, metrics.ServerOptions("", true), asManager) + "/metrics"
+	url := "https://" + serve(t, ServerOptions("", true), asManager) + "/metrics"
 
 	code, _ := scrape(t, url, "")
 	require.Equal(t, http.StatusUnauthorized, code, "no token")
@@ -126,7 +92,7 @@ func TestTheMetricsEndpointServesOnlyAuthorizedScrapers(t *testing.T) {
 // TestTheMetricsEndpointServesPlainHTTPWhenNotSecure: --metrics-secure=false serves anyone over
 // HTTP, for a manager run by hand; "0" serves nothing.
 func TestTheMetricsEndpointServesPlainHTTPWhenNotSecure(t *testing.T) {
-	opts := metrics.ServerOptions("", false)
+	opts := ServerOptions("", false)
 	require.False(t, opts.SecureServing)
 	require.Nil(t, opts.FilterProvider)
 	addr := serve(t, opts, &rest.Config{Host: "https://127.0.0.1:1"})
@@ -135,7 +101,7 @@ func TestTheMetricsEndpointServesPlainHTTPWhenNotSecure(t *testing.T) {
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 
-	srv, err := metricsserver.NewServer(metrics.ServerOptions("0", true), &rest.Config{}, http.DefaultClient)
+	srv, err := metricsserver.NewServer(ServerOptions("0", true), &rest.Config{}, http.DefaultClient)
 	require.NoError(t, err)
 	require.Nil(t, srv, "disabled")
 }
