@@ -4,14 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -205,11 +203,11 @@ func TestTheOperatorReconcilesServesProbesAndStops(t *testing.T) {
 	require.NoError(t, err)
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	require.NoError(t, os.WriteFile(kubeconfig, data, 0o600))
-	probeAddr := freeAddr(t)
+	probeAddr := testenv.FreeAddr(t)
 
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var stderr syncBuffer
+	var stderr testenv.LogBuffer
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"--kubeconfig", kubeconfig, "--metrics-bind-address", "0",
@@ -242,31 +240,4 @@ func TestTheOperatorReconcilesServesProbesAndStops(t *testing.T) {
 	}
 	require.Contains(t, stderr.String(), "Starting manager")
 	require.NotContains(t, stderr.String(), "Running as a hub")
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	return addr
-}
-
-// syncBuffer is a bytes.Buffer safe for the operator's log writes and the test's reads.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

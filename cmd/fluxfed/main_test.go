@@ -3,14 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -137,11 +135,11 @@ func TestBuildVersionPrefersStamp(t *testing.T) {
 func TestManagerServesProbesAndStops(t *testing.T) {
 	env := testenv.Shared(t)
 	kubeconfig := writeKubeconfig(t, env)
-	probeAddr := freeAddr(t)
+	probeAddr := testenv.FreeAddr(t)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stderr syncBuffer
+	var stderr testenv.LogBuffer
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"manager", "--kubeconfig", kubeconfig, "--metrics-bind-address", "0",
@@ -196,33 +194,6 @@ func writeKubeconfig(t *testing.T, env *testenv.Env) string {
 	return path
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	return addr
-}
-
-// syncBuffer is a bytes.Buffer safe for the manager's log writes and the test's reads.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestHubManagerBurstsARoot runs `fluxfed manager --hub` against a hub API server with one
 // member registered: a root's burst reaches the member, labelled with the hub's identity, which
 // defaults to the UID of the hub's kube-system namespace.
@@ -246,7 +217,7 @@ func TestHubManagerBurstsARoot(t *testing.T) {
 
 	// A process of its own, as it runs for real: controller names are unique per process, and
 	// another test of this package runs a manager too.
-	var stderr syncBuffer
+	var stderr testenv.LogBuffer
 	cmd := exec.Command(os.Args[0], "manager", "--hub", "--kubeconfig", writeKubeconfig(t, hubEnv),
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--dial-allow", "127.0.0.0/8")
 	cmd.Env = append(os.Environ(), envRunMain+"=1")

@@ -9,7 +9,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -244,8 +243,8 @@ type manager struct {
 // the run fails.
 func startManager(b *testing.B, bin binary, path string, env *testenv.Env, dir string) *manager {
 	b.Helper()
-	m := &manager{bin: bin, kubeconfig: writeKubeconfig(b, env, dir), metricsAddr: freeAddr(b)}
-	probeAddr := freeAddr(b)
+	m := &manager{bin: bin, kubeconfig: writeKubeconfig(b, env, dir), metricsAddr: testenv.FreeAddr(b)}
+	probeAddr := testenv.FreeAddr(b)
 	var args []string
 	if bin.fluxOperator {
 		// Its main takes the addresses, leader election and controller-runtime's --kubeconfig;
@@ -261,7 +260,7 @@ func startManager(b *testing.B, bin binary, path string, env *testenv.Env, dir s
 			args = append(args, strings.Split(*managerArgs, ",")...)
 		}
 		if *profiles != "" {
-			m.pprofAddr = freeAddr(b)
+			m.pprofAddr = testenv.FreeAddr(b)
 			args = append(args, "--pprof-bind-address="+m.pprofAddr)
 		}
 	}
@@ -441,20 +440,6 @@ func copyFile(b *testing.B, from, to string) {
 	if err := dst.Close(); err != nil {
 		b.Fatal(err)
 	}
-}
-
-// freeAddr returns a loopback address with a port nothing listens on.
-func freeAddr(b *testing.B) string {
-	b.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	if err := ln.Close(); err != nil {
-		b.Fatal(err)
-	}
-	return addr
 }
 
 // poll calls done every interval until it is true, the timeout passes or the process exits.
