@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -199,10 +197,7 @@ func stderrOf(err error) string {
 // it comes up, answers its probes, renders a MiniCluster's Job, and exits cleanly when cancelled.
 func TestTheOperatorReconcilesServesProbesAndStops(t *testing.T) {
 	env := testenv.Shared(t)
-	data, err := env.Kubeconfig()
-	require.NoError(t, err)
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	require.NoError(t, os.WriteFile(kubeconfig, data, 0o600))
+	kubeconfig := env.WriteKubeconfig(t, t.TempDir())
 	probeAddr := testenv.FreeAddr(t)
 
 	ctx, cancel := context.WithCancel(t.Context())
@@ -214,14 +209,7 @@ func TestTheOperatorReconcilesServesProbesAndStops(t *testing.T) {
 			"--health-probe-bind-address", probeAddr}, &bytes.Buffer{}, &stderr)
 	}()
 
-	require.Eventually(t, func() bool {
-		resp, err := http.Get("http://" + probeAddr + "/readyz")
-		if err != nil {
-			return false
-		}
-		defer resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, 30*time.Second, 100*time.Millisecond, "fluxfed-manager never became ready; log:\n%s", &stderr)
+	testenv.WaitReady(t, probeAddr, &stderr)
 
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "fluxfed-manager-"}}
 	require.NoError(t, env.Client.Create(ctx, ns))

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -134,7 +133,7 @@ func TestBuildVersionPrefersStamp(t *testing.T) {
 // up with the MiniCluster types registered, answer its probes, and exit cleanly when cancelled.
 func TestManagerServesProbesAndStops(t *testing.T) {
 	env := testenv.Shared(t)
-	kubeconfig := writeKubeconfig(t, env)
+	kubeconfig := env.WriteKubeconfig(t, t.TempDir())
 	probeAddr := testenv.FreeAddr(t)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -146,14 +145,7 @@ func TestManagerServesProbesAndStops(t *testing.T) {
 			"--health-probe-bind-address", probeAddr}, &bytes.Buffer{}, &stderr)
 	}()
 
-	require.Eventually(t, func() bool {
-		resp, err := http.Get("http://" + probeAddr + "/readyz")
-		if err != nil {
-			return false
-		}
-		defer resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, 30*time.Second, 100*time.Millisecond, "manager never became ready; log:\n%s", &stderr)
+	testenv.WaitReady(t, probeAddr, &stderr)
 
 	cancel()
 	select {
@@ -185,15 +177,6 @@ func TestMain(m *testing.M) {
 	testenv.Main(m)
 }
 
-func writeKubeconfig(t *testing.T, env *testenv.Env) string {
-	t.Helper()
-	data, err := env.Kubeconfig()
-	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	require.NoError(t, os.WriteFile(path, data, 0o600))
-	return path
-}
-
 // TestHubManagerBurstsARoot runs `fluxfed manager --hub` against a hub API server with one
 // member registered: a root's burst reaches the member, labelled with the hub's identity, which
 // defaults to the UID of the hub's kube-system namespace.
@@ -218,7 +201,7 @@ func TestHubManagerBurstsARoot(t *testing.T) {
 	// A process of its own, as it runs for real: controller names are unique per process, and
 	// another test of this package runs a manager too.
 	var stderr testenv.LogBuffer
-	cmd := exec.Command(os.Args[0], "manager", "--hub", "--kubeconfig", writeKubeconfig(t, hubEnv),
+	cmd := exec.Command(os.Args[0], "manager", "--hub", "--kubeconfig", hubEnv.WriteKubeconfig(t, t.TempDir()),
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--dial-allow", "127.0.0.0/8")
 	cmd.Env = append(os.Environ(), envRunMain+"=1")
 	cmd.Stderr = &stderr
@@ -260,19 +243,19 @@ func TestHubManagerBurstsARoot(t *testing.T) {
 
 func TestHubManagerRefusesBadFlags(t *testing.T) {
 	env := testenv.Shared(t)
-	err := run(context.Background(), []string{"manager", "--hub", "--hub-name", "not a label", "--kubeconfig", writeKubeconfig(t, env)},
+	err := run(context.Background(), []string{"manager", "--hub", "--hub-name", "not a label", "--kubeconfig", env.WriteKubeconfig(t, t.TempDir())},
 		&bytes.Buffer{}, &bytes.Buffer{})
 	require.ErrorContains(t, err, `--hub-name "not a label" must be a non-empty label value`)
 
-	err = run(context.Background(), []string{"manager", "--hub", "--hub-name", "h", "--dial-allow", "127.0.0.1", "--kubeconfig", writeKubeconfig(t, env)},
+	err = run(context.Background(), []string{"manager", "--hub", "--hub-name", "h", "--dial-allow", "127.0.0.1", "--kubeconfig", env.WriteKubeconfig(t, t.TempDir())},
 		&bytes.Buffer{}, &bytes.Buffer{})
 	require.ErrorContains(t, err, `--dial-allow: "127.0.0.1" is not a CIDR such as 127.0.0.0/8`)
 
-	err = run(context.Background(), []string{"manager", "--hub", "--hub-name", "h", "--flux-interval", "1m", "--flux-interval-max", "10s", "--kubeconfig", writeKubeconfig(t, env)},
+	err = run(context.Background(), []string{"manager", "--hub", "--hub-name", "h", "--flux-interval", "1m", "--flux-interval-max", "10s", "--kubeconfig", env.WriteKubeconfig(t, t.TempDir())},
 		&bytes.Buffer{}, &bytes.Buffer{})
 	require.ErrorContains(t, err, `--flux-interval-max (10s) must be at least --flux-interval (1m0s)`)
 
-	err = run(context.Background(), []string{"manager", "--hub", "--hub-name", "h", "--join-timeout", "-1s", "--kubeconfig", writeKubeconfig(t, env)},
+	err = run(context.Background(), []string{"manager", "--hub", "--hub-name", "h", "--join-timeout", "-1s", "--kubeconfig", env.WriteKubeconfig(t, t.TempDir())},
 		&bytes.Buffer{}, &bytes.Buffer{})
 	require.ErrorContains(t, err, `the join timeout must be positive, got -1s`)
 }

@@ -93,7 +93,7 @@ func TestStatusAcrossClusters(t *testing.T) {
 	// Not a broker of the root: no pod of another MiniCluster is listed.
 	createPod(t, memberEnv.Client, "other", "other-0", "member-node-0")
 
-	hubKubeconfig := writeKubeconfig(t, hubEnv)
+	hubKubeconfig := hubEnv.WriteKubeconfig(t, t.TempDir())
 	var stdout bytes.Buffer
 	require.NoError(t, run(ctx, []string{"status", "lammps", "--kubeconfig", hubKubeconfig, "-n", "default"}, &stdout, &bytes.Buffer{}))
 	text := stdout.String()

@@ -243,7 +243,7 @@ type manager struct {
 // the run fails.
 func startManager(b *testing.B, bin binary, path string, env *testenv.Env, dir string) *manager {
 	b.Helper()
-	m := &manager{bin: bin, kubeconfig: writeKubeconfig(b, env, dir), metricsAddr: testenv.FreeAddr(b)}
+	m := &manager{bin: bin, kubeconfig: env.WriteKubeconfig(b, dir), metricsAddr: testenv.FreeAddr(b)}
 	probeAddr := testenv.FreeAddr(b)
 	var args []string
 	if bin.fluxOperator {
@@ -320,21 +320,6 @@ func startManager(b *testing.B, bin binary, path string, env *testenv.Env, dir s
 	time.Sleep(2 * time.Second)
 	m.startRSS = procStatus(b, m.pid)["VmRSS"]
 	return m
-}
-
-// writeKubeconfig writes a kubeconfig that reaches env as an administrator into dir and
-// returns its path.
-func writeKubeconfig(b *testing.B, env *testenv.Env, dir string) string {
-	b.Helper()
-	kubeconfig, err := env.Kubeconfig()
-	if err != nil {
-		b.Fatal(err)
-	}
-	path := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
-		b.Fatal(err)
-	}
-	return path
 }
 
 // sampleAnon samples the manager's anonymous RSS every 200 ms until the function it returns is

@@ -132,7 +132,7 @@ func startAPIServer(b *testing.B, crd string, n int, dir string) (*testenv.Env, 
 			if err := os.WriteFile(first, data, 0o644); err != nil {
 				b.Fatal(err)
 			}
-			if err := kubectl(writeKubeconfig(b, env, dir), "apply", "--dry-run=server", "-f", first); err != nil {
+			if err := kubectl(env.WriteKubeconfig(b, dir), "apply", "--dry-run=server", "-f", first); err != nil {
 				b.Fatal(err)
 			}
 		}
