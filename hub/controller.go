@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
@@ -24,7 +23,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 	mcbuilder "sigs.k8s.io/multicluster-runtime/pkg/builder"
 	mchandler "sigs.k8s.io/multicluster-runtime/pkg/handler"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
@@ -221,51 +219,12 @@ func (r *Reconciler) burst(ctx context.Context, root *fluxv1alpha2.MiniCluster) 
 	return reconcile.Result{RequeueAfter: fed.requeue}, nil
 }
 
-// wakes is the source through which what the hub runs beside the watches wakes roots: the
-// followers of Flux instances (fluxstream.go) and the lead prober (leadprobe.go). Once the
-// controller started it, it holds the controller's queue, and the context they run in.
-type wakes struct {
-	mu    sync.Mutex
-	ctx   context.Context
-	queue workqueue.TypedRateLimitingInterface[mcreconcile.Request]
-}
-
-var _ source.TypedSource[mcreconcile.Request] = &wakes{}
-
-// Start keeps the controller's queue; what wakes roots runs until ctx ends.
-func (s *wakes) Start(ctx context.Context, queue workqueue.TypedRateLimitingInterface[mcreconcile.Request]) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.ctx, s.queue = ctx, queue
-	return nil
-}
-
-// started returns the context what wakes roots runs in, once the controller started.
-func (s *wakes) started() (context.Context, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.ctx, s.ctx != nil
-}
-
-// wake queues a reconcile of the root key after delay.
-func (s *wakes) wake(key types.NamespacedName, delay time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.queue != nil {
-		s.queue.AddAfter(rootRequest(key.Namespace, key.Name), delay)
-	}
-}
-
 // toRoots turns a map function into a handler whose requests are for roots on the hub,
 // whichever cluster the event came from.
 func toRoots(fn func(context.Context, client.Object) []mcreconcile.Request) mchandler.TypedEventHandlerFunc[client.Object, mcreconcile.Request] {
 	return func(multicluster.ClusterName, cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
 		return handler.TypedEnqueueRequestsFromMapFunc(fn)
 	}
-}
-
-func rootRequest(namespace, name string) mcreconcile.Request {
-	return mcreconcile.Request{Request: reconcile.Request{NamespacedName: types.NamespacedName{Namespace: namespace, Name: name}}}
 }
 
 // leadPodToRoot maps the pod of a root's rank 0 to the root: where it runs is the address the

@@ -119,3 +119,11 @@ func (e *invalidError) Unwrap() error { return e.error }
 type unreadableError struct{ error }
 
 func (e *unreadableError) Unwrap() error { return e.error }
+
+// errorText is the message of err, empty for none.
+func errorText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

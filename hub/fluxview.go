@@ -104,13 +104,6 @@ func (r *Reconciler) observeFlux(ctx context.Context, root *fluxv1alpha2.MiniClu
 	return fluxObservation{view: w.view, err: w.err, lost: lost, next: next, w: w}
 }
 
-func errorText(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
-}
-
 // askFlux runs flux.ObserveCommand in the root's lead broker container.
 func (r *Reconciler) askFlux(ctx context.Context, root *fluxv1alpha2.MiniCluster) (*flux.View, error) {
 	if root.Spec.Flux.DisableSocket {
