@@ -12,10 +12,14 @@
 //   - controller.go: what wakes a root (the root, its lead broker Service, pod and CURVE Secret,
 //     its MemberClusters, its children and their Secrets on the members), Reconcile, and the
 //     helper that runs a step on every member at once with a per-member timeout.
-//   - observe.go: the lead broker's endpoint and greeting, the plan, each burst's member state.
+//   - observe.go: the lead broker's endpoint and greeting, the plan, each burst's member state;
+//     leadprobe.go greets the endpoints again between reconciles and wakes a root only when its
+//     greeting changed.
 //   - fluxview.go: what the root's Flux instance sees, asked with flux commands in the lead
 //     broker's container (pods/exec), one ask at a time per root, backing off while nothing
-//     changes; which bursts joined, and which do not.
+//     changes; which bursts joined, and which do not. fluxstream.go follows an on-demand root's
+//     instance through one long-lived exec session and wakes the root when a job or the
+//     resources change, so that it is asked at once.
 //   - scale.go: on-demand scaling: the sizes flux.Decide chooses, and the drains and undrains
 //     it asks for, run before the children are pushed at those sizes.
 //   - push.go: the lead broker Service, then each child and its Secret, through internal/apply:
@@ -33,7 +37,8 @@
 // memory.go (what the hub keeps of a root from one reconcile to the next, dropped at once by
 // forget), fanout.go (a step on every member at once), writes.go (the exact deletes and apply
 // helpers), errors.go (the hub's error types and reasonOf, which reads the condition reason of
-// any of them) and exec.go (running a command in a pod of the hub, as kubectl exec does). The
+// any of them), exec.go (running a command in a pod of the hub, as kubectl exec does) and
+// wakes.go (the source through which the Flux followers and the lead prober wake a root). The
 // status write, its stale-cache guard and the event queue are internal/report, which the
 // member and MemberCluster reconcilers use too.
 //
