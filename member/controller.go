@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -35,6 +36,13 @@ type Options struct {
 	// MaxConcurrentReconciles is how many MiniClusters are reconciled at once;
 	// DefaultConcurrency when 0.
 	MaxConcurrentReconciles int
+	// BulkPause is how long creations of MiniClusters must pause before those created in bulk
+	// are rendered (bulk.go); DefaultBulkPause when 0, and a negative one renders each
+	// MiniCluster as soon as it is created.
+	BulkPause time.Duration
+	// BulkHoldMax bounds how long a MiniCluster created in bulk waits for the creations to
+	// pause; DefaultBulkHoldMax when 0.
+	BulkHoldMax time.Duration
 }
 
 // Defaults for the manager: bringing up a new MiniCluster takes about ten requests (a create,
@@ -99,14 +107,29 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if concurrency == 0 {
 		concurrency = DefaultConcurrency
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	pause := opts.BulkPause
+	if pause == 0 {
+		pause = DefaultBulkPause
+	}
+	b := ctrl.NewControllerManagedBy(mgr)
+	if pause > 0 {
+		holdMax := opts.BulkHoldMax
+		if holdMax == 0 {
+			holdMax = DefaultBulkHoldMax
+		}
+		gate, creations := newBulkGate(pause, holdMax).handler()
+		b = b.For(&fluxv1alpha2.MiniCluster{}, builder.WithPredicates(everyEventButANewCreation)).
+			Watches(&fluxv1alpha2.MiniCluster{}, gate, builder.WithPredicates(creations))
+	} else {
+		b = b.For(&fluxv1alpha2.MiniCluster{})
+	}
+	return b.
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: concurrency,
 			// controller-runtime v0.24.1's priority queue can deadlock when the controller stops
 			// (kubernetes-sigs/controller-runtime#3538, fixed after it): the client-go work queue.
 			UsePriorityQueue: ptr.To(false),
 		}).
-		For(&fluxv1alpha2.MiniCluster{}).
 		// Any change or deletion of an owned object brings its MiniCluster back, which puts the
 		// object back as rendered: that is all there is to drift correction. An object whose
 		// label is stripped leaves the label-filtered cache, which the watch reports as a

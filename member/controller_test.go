@@ -2,6 +2,7 @@ package member
 
 import (
 	"context"
+	"fmt"
 	"crypto/rand"
 	"maps"
 	"net/http"
@@ -130,6 +131,12 @@ func startAPIServer(t testing.TB) *harness {
 // runManager starts the reconciler; it stops when the test ends.
 func (h *harness) runManager(t testing.TB) {
 	t.Helper()
+	h.runManagerWith(t, Options{})
+}
+
+// runManagerWith starts the reconciler with opts; it stops when the test ends.
+func (h *harness) runManagerWith(t testing.TB, opts Options) {
+	t.Helper()
 	cfg := rest.CopyConfig(h.env.Config)
 	cfg.QPS, cfg.Burst = DefaultAPIQPS, DefaultAPIBurst
 	cfg.Wrap(h.requests.wrap)
@@ -141,7 +148,7 @@ func (h *harness) runManager(t testing.TB) {
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	require.NoError(t, err)
-	require.NoError(t, Setup(mgr, Options{}))
+	require.NoError(t, Setup(mgr, opts))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
@@ -445,6 +452,57 @@ func TestMiniClustersOfANamespaceHaveAServiceEach(t *testing.T) {
 	require.NoError(t, h.c.Update(ctx, third))
 	h.waitCondition(t, third, fluxv1alpha2.ConditionFailed, metav1.ConditionFalse, fluxv1alpha2.ReasonJobRunning)
 	h.get(t, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "third", Namespace: ns}})
+}
+
+// TestMiniClustersCreatedInBulkWaitForThePause checks that MiniClusters created in bulk wait for
+// the creations to pause (bulk.go), while the first few, and any change, are reconciled at once.
+func TestMiniClustersCreatedInBulkWaitForThePause(t *testing.T) {
+	h := startAPIServer(t)
+	// Nothing pauses for an hour here: what waits, waits.
+	h.runManagerWith(t, Options{BulkPause: time.Hour, BulkHoldMax: time.Hour})
+	ctx := context.Background()
+	ns := h.namespace(t)
+	var mcs []*fluxv1alpha2.MiniCluster
+	for i := range BulkCount + 1 {
+		mc := v1alpha2test.MiniCluster(fmt.Sprintf("bulk-%d", i)).Namespace(ns).Obj()
+		require.NoError(t, h.c.Create(ctx, mc))
+		mcs = append(mcs, mc)
+	}
+	for _, mc := range mcs[:BulkCount-1] {
+		h.waitCondition(t, mc, fluxv1alpha2.ConditionFailed, metav1.ConditionFalse, fluxv1alpha2.ReasonJobRunning)
+	}
+
+	// A change is reconciled at once, even of a MiniCluster that waits.
+	held, last := mcs[BulkCount-1], mcs[BulkCount]
+	patch := client.MergeFrom(held.DeepCopy())
+	held.Labels = map[string]string{"touched": "yes"}
+	require.NoError(t, h.c.Patch(ctx, held, patch))
+	h.waitCondition(t, held, fluxv1alpha2.ConditionFailed, metav1.ConditionFalse, fluxv1alpha2.ReasonJobRunning)
+
+	// The last one, created before that change was made, still waits: nothing of it was
+	// written.
+	h.get(t, last)
+	require.Empty(t, last.Status.Conditions, "the last MiniCluster of the bulk was reconciled before the creations paused")
+	require.True(t, apierrors.IsNotFound(h.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.JobName(last)}, &batchv1.Job{})),
+		"the last MiniCluster of the bulk has a Job before the creations paused")
+}
+
+// TestMiniClustersCreatedInBulkAreAllRendered checks, with the default pause, that MiniClusters
+// created in bulk are all rendered once the creations pause.
+func TestMiniClustersCreatedInBulkAreAllRendered(t *testing.T) {
+	h := startManager(t)
+	ctx := context.Background()
+	ns := h.namespace(t)
+	var mcs []*fluxv1alpha2.MiniCluster
+	for i := range 3 * BulkCount {
+		mc := v1alpha2test.MiniCluster(fmt.Sprintf("bulk-%d", i)).Namespace(ns).Obj()
+		require.NoError(t, h.c.Create(ctx, mc))
+		mcs = append(mcs, mc)
+	}
+	for _, mc := range mcs {
+		h.waitCondition(t, mc, fluxv1alpha2.ConditionFailed, metav1.ConditionFalse, fluxv1alpha2.ReasonJobRunning)
+		h.get(t, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: names.JobName(mc), Namespace: ns}})
+	}
 }
 
 func TestCleanupDeletesTheFinishedPods(t *testing.T) {

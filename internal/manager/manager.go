@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spf13/pflag"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
@@ -42,6 +43,7 @@ type Options struct {
 	qps                  float64
 	burst                int
 	concurrency          int
+	bulkPause            time.Duration
 	zap                  zap.Options
 }
 
@@ -58,6 +60,7 @@ func (o *Options) BindGeneral(fs *pflag.FlagSet) {
 	fs.Float64Var(&o.qps, "kube-api-qps", member.DefaultAPIQPS, "queries per second the manager may send to the API server")
 	fs.IntVar(&o.burst, "kube-api-burst", member.DefaultAPIBurst, "requests the manager may send at once above --kube-api-qps")
 	fs.IntVar(&o.concurrency, "max-concurrent-reconciles", member.DefaultConcurrency, "MiniClusters reconciled at the same time")
+	fs.DurationVar(&o.bulkPause, "bulk-create-pause", member.DefaultBulkPause, fmt.Sprintf("MiniClusters created in bulk (%d or more this close together) are rendered once creations pause this long, or after %s, so that the manager does not slow down the client creating them; 0 renders each at once", member.BulkCount, member.DefaultBulkHoldMax))
 }
 
 // BindLogging adds controller-runtime's logging flags (--zap-*) to fs.
@@ -104,6 +107,9 @@ type Hub interface {
 // Run runs the manager until ctx is done, logging to logs; version is what its start is logged
 // with. hub is the hub's part, nil for the MiniCluster operator alone.
 func Run(ctx context.Context, opts *Options, hub Hub, version string, logs io.Writer) error {
+	if opts.bulkPause < 0 {
+		return fmt.Errorf("--bulk-create-pause is %s: it must be 0 (each MiniCluster is rendered as soon as it is created) or a positive duration", opts.bulkPause)
+	}
 	opts.zap.DestWriter = logs
 	log := zap.New(zap.UseFlagOptions(&opts.zap))
 	ctrl.SetLogger(log)
@@ -141,7 +147,7 @@ func Run(ctx context.Context, opts *Options, hub Hub, version string, logs io.Wr
 		}
 		start = mgr.Start
 	}
-	if err := member.Setup(mgr, member.Options{MaxConcurrentReconciles: opts.concurrency}); err != nil {
+	if err := member.Setup(mgr, member.Options{MaxConcurrentReconciles: opts.concurrency, BulkPause: bulkPause(opts.bulkPause)}); err != nil {
 		return fmt.Errorf("setting up the MiniCluster reconciler: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
@@ -182,4 +188,13 @@ func RestConfig(kubeconfig string) (*rest.Config, error) {
 		return nil, fmt.Errorf("loading kubeconfig %s: %w", kubeconfig, err)
 	}
 	return cfg, nil
+}
+
+// bulkPause is --bulk-create-pause as member.Options takes it: 0 there is the default, and a
+// negative pause renders each MiniCluster at once.
+func bulkPause(flag time.Duration) time.Duration {
+	if flag == 0 {
+		return -1
+	}
+	return flag
 }
