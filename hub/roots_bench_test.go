@@ -54,7 +54,8 @@ func BenchmarkManyRoots(b *testing.B) {
 		seen := watchChildren(b, ns, a, m)
 
 		memberBefore := a.requests.Load() + m.requests.Load()
-		cpuBefore := cpuTime()
+		hubBefore := f.hubCount.mark()
+		cpuBefore, serversBefore := cpuTime(), childrenCPU()
 		reconcilesBefore := hubReconciles(b)
 		created := make([]time.Time, n)
 		b.StartTimer()
@@ -88,7 +89,8 @@ func BenchmarkManyRoots(b *testing.B) {
 		}
 		elapsed := last.Sub(start)
 		b.StopTimer()
-		cpu := cpuTime() - cpuBefore
+		cpu, servers := cpuTime()-cpuBefore, childrenCPU()-serversBefore
+		hubWrites := f.hubCount.since(hubBefore)
 		memberRequests := a.requests.Load() + m.requests.Load() - memberBefore
 		reconciles := hubReconciles(b) - reconcilesBefore
 
@@ -113,6 +115,8 @@ func BenchmarkManyRoots(b *testing.B) {
 		b.ReportMetric(float64(done[(len(done)*99-1)/100].Milliseconds()), "p99-ms")
 		b.ReportMetric(float64(n)/elapsed.Seconds(), "roots/s")
 		b.ReportMetric(float64(cpu.Milliseconds())/float64(n), "cpu-ms/root")
+		b.ReportMetric(float64(servers.Milliseconds())/float64(n), "apiservers-cpu-ms/root")
+		b.ReportMetric(float64(len(hubWrites))/float64(n), "hub-writes/root")
 		b.ReportMetric(float64(memberRequests)/float64(n), "member-requests/root")
 		b.ReportMetric(float64(peakRSS())/(1<<20), "peak-rss-MiB")
 		b.ReportMetric(float64(failed), "failed-bursts")
@@ -120,6 +124,7 @@ func BenchmarkManyRoots(b *testing.B) {
 		b.ReportMetric(float64((cpuTime()-settledCPU).Milliseconds())*perMinute, "settled-cpu-ms/min")
 		b.ReportMetric(reconciles/float64(n), "reconciles/root")
 		b.ReportMetric((hubReconciles(b)-settledReconciles)*perMinute, "settled-reconciles/min")
+		b.Logf("the hub's writes to its own cluster per root: %s", writesByKind(hubWrites, n))
 		load, _ := os.ReadFile("/proc/loadavg")
 		b.Logf("%d roots x 2 members, GOMAXPROCS %d, load %s", n, runtime.GOMAXPROCS(0), strings.TrimSpace(string(load)))
 	}
@@ -240,6 +245,70 @@ func cpuTime() time.Duration {
 	var u syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &u)
 	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
+}
+
+// childrenCPU is the CPU time of this process's children so far: the API servers and etcds
+// envtest runs.
+func childrenCPU() time.Duration {
+	self := strconv.Itoa(os.Getpid())
+	procs, _ := os.ReadDir("/proc")
+	var ticks int64
+	for _, p := range procs {
+		stat, err := os.ReadFile("/proc/" + p.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ... utime stime: fields 4, 14 and 15, counted after comm,
+		// which may hold spaces.
+		end := strings.LastIndexByte(string(stat), ')')
+		if end < 0 {
+			continue
+		}
+		fields := strings.Fields(string(stat[end+1:]))
+		if len(fields) < 13 || fields[1] != self {
+			continue
+		}
+		utime, _ := strconv.ParseInt(fields[11], 10, 64)
+		stime, _ := strconv.ParseInt(fields[12], 10, 64)
+		ticks += utime + stime
+	}
+	return time.Duration(ticks) * time.Second / 100 // USER_HZ
+}
+
+// writesByKind counts the writes ("POST /api/v1/namespaces/ns/services?...") by verb and
+// resource, per root, most first.
+func writesByKind(writes []string, roots int) string {
+	counts := map[string]int{}
+	for _, w := range writes {
+		verb, path, _ := strings.Cut(w, " ")
+		path, _, _ = strings.Cut(path, "?")
+		parts := strings.Split(strings.Trim(path, "/"), "/")
+		kind := ""
+		for i, p := range parts {
+			if p == "namespaces" && i+2 < len(parts) {
+				kind = strings.Join(parts[i+2:], "/")
+				break
+			}
+		}
+		if kind == "" {
+			kind = path
+		}
+		// Drop the object's name: miniclusters/root-001/status is miniclusters/status.
+		if k := strings.Split(kind, "/"); len(k) >= 2 {
+			kind = strings.Join(append(k[:1:1], k[2:]...), "/")
+		}
+		counts[verb+" "+kind]++
+	}
+	kinds := make([]string, 0, len(counts))
+	for k := range counts {
+		kinds = append(kinds, k)
+	}
+	slices.SortFunc(kinds, func(x, y string) int { return counts[y] - counts[x] })
+	var out []string
+	for _, k := range kinds {
+		out = append(out, fmt.Sprintf("%s %.2f", k, float64(counts[k])/float64(roots)))
+	}
+	return strings.Join(out, ", ")
 }
 
 // peakRSS is this process's peak resident set, in bytes.
