@@ -2,8 +2,8 @@ package member
 
 import (
 	"context"
-	"fmt"
 	"crypto/rand"
+	"fmt"
 	"maps"
 	"net/http"
 	"strings"
