@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net/url"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -22,6 +23,7 @@ import (
 
 	fluxv1alpha2 "github.com/fluxfed/fluxfed/api/v1alpha2"
 	"github.com/fluxfed/fluxfed/hub"
+	"github.com/fluxfed/fluxfed/internal/testenv"
 )
 
 var (
@@ -55,7 +57,9 @@ func BenchmarkManyRoots(b *testing.B) {
 
 		memberBefore := a.requests.Load() + m.requests.Load()
 		hubBefore := f.hubCount.mark()
-		cpuBefore, serversBefore := cpuTime(), childrenCPU()
+		ports := hostPorts(b, f)
+		eachBefore, serversBefore := serversCPU(ports)
+		cpuBefore := cpuTime()
 		reconcilesBefore := hubReconciles(b)
 		created := make([]time.Time, n)
 		b.StartTimer()
@@ -89,7 +93,9 @@ func BenchmarkManyRoots(b *testing.B) {
 		}
 		elapsed := last.Sub(start)
 		b.StopTimer()
-		cpu, servers := cpuTime()-cpuBefore, childrenCPU()-serversBefore
+		cpu := cpuTime() - cpuBefore
+		each, servers := serversCPU(ports)
+		servers -= serversBefore
 		hubWrites := f.hubCount.since(hubBefore)
 		memberRequests := a.requests.Load() + m.requests.Load() - memberBefore
 		reconciles := hubReconciles(b) - reconcilesBefore
@@ -125,6 +131,8 @@ func BenchmarkManyRoots(b *testing.B) {
 		b.ReportMetric(reconciles/float64(n), "reconciles/root")
 		b.ReportMetric((hubReconciles(b)-settledReconciles)*perMinute, "settled-reconciles/min")
 		b.Logf("the hub's writes to its own cluster per root: %s", writesByKind(hubWrites, n))
+		b.Logf("CPU per root of each cluster's API server and etcd: hub %.1f ms, member-a %.1f ms, member-b %.1f ms",
+			perRoot(each["hub"]-eachBefore["hub"], n), perRoot(each["member-a"]-eachBefore["member-a"], n), perRoot(each["member-b"]-eachBefore["member-b"], n))
 		load, _ := os.ReadFile("/proc/loadavg")
 		b.Logf("%d roots x 2 members, GOMAXPROCS %d, load %s", n, runtime.GOMAXPROCS(0), strings.TrimSpace(string(load)))
 	}
@@ -247,12 +255,15 @@ func cpuTime() time.Duration {
 	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
 }
 
-// childrenCPU is the CPU time of this process's children so far: the API servers and etcds
-// envtest runs.
-func childrenCPU() time.Duration {
+// serversCPU is the CPU time so far of this process's children, the API servers and etcds
+// envtest runs, by the cluster each serves (its API server's port in hosts), and in all.
+func serversCPU(hosts map[string]string) (map[string]time.Duration, time.Duration) {
 	self := strconv.Itoa(os.Getpid())
 	procs, _ := os.ReadDir("/proc")
-	var ticks int64
+	byPort := map[string]time.Duration{}
+	etcdOf := map[string]string{} // etcd's client URL: the API server's port
+	etcds := map[string]time.Duration{}
+	var all time.Duration
 	for _, p := range procs {
 		stat, err := os.ReadFile("/proc/" + p.Name() + "/stat")
 		if err != nil {
@@ -270,10 +281,45 @@ func childrenCPU() time.Duration {
 		}
 		utime, _ := strconv.ParseInt(fields[11], 10, 64)
 		stime, _ := strconv.ParseInt(fields[12], 10, 64)
-		ticks += utime + stime
+		cpu := time.Duration(utime+stime) * time.Second / 100 // USER_HZ
+		all += cpu
+		cmdline, _ := os.ReadFile("/proc/" + p.Name() + "/cmdline")
+		args := map[string]string{}
+		for _, arg := range strings.Split(string(cmdline), "\x00") {
+			if k, v, ok := strings.Cut(arg, "="); ok {
+				args[k] = v
+			}
+		}
+		if port := args["--secure-port"]; port != "" {
+			byPort[port] += cpu
+			etcdOf[args["--etcd-servers"]] = port
+		} else if url := args["--listen-client-urls"]; url != "" {
+			etcds[url] += cpu
+		}
 	}
-	return time.Duration(ticks) * time.Second / 100 // USER_HZ
+	for url, cpu := range etcds {
+		byPort[etcdOf[url]] += cpu
+	}
+	out := map[string]time.Duration{}
+	for name, port := range hosts {
+		out[name] = byPort[port]
+	}
+	return out, all
 }
+
+// hostPorts returns the port of each cluster's API server, by name.
+func hostPorts(b *testing.B, f *federation) map[string]string {
+	b.Helper()
+	ports := map[string]string{}
+	for name, env := range map[string]*testenv.Env{"hub": f.hub, "member-a": f.members["member-a"].env, "member-b": f.members["member-b"].env} {
+		u, err := url.Parse(env.Config.Host)
+		require.NoError(b, err)
+		ports[name] = u.Port()
+	}
+	return ports
+}
+
+func perRoot(d time.Duration, n int) float64 { return float64(d.Microseconds()) / 1000 / float64(n) }
 
 // writesByKind counts the writes ("POST /api/v1/namespaces/ns/services?...") by verb and
 // resource, per root, most first.
