@@ -17,29 +17,30 @@ import (
 // A user who applies a thousand MiniClusters waits on the API server the manager writes to.
 // Each new MiniCluster costs the server about five times what kubectl's create of it cost, so a
 // manager that renders them while kubectl is still creating slows kubectl down threefold on two
-// cores. New MiniClusters that arrive in bulk therefore wait until the creations pause, and are
-// then rendered at full speed: kubectl returns as soon as it would alone, and the last object
-// exists about when it would have anyway. Everything else (changes, deletions, drift, the
-// objects of MiniClusters already rendered) is reconciled at once.
+// cores. New MiniClusters that arrive in bulk therefore wait until the creations slow down, and
+// are then rendered at full speed: kubectl returns as soon as it would alone, and the last object
+// exists about when it would have anyway, since the server's work is the same. Everything else
+// (changes, deletions, drift, the objects of MiniClusters already rendered) is reconciled at once.
 
 // Defaults of the bulk gate.
 const (
-	// DefaultBulkPause is how long creations must pause before MiniClusters created in bulk are
-	// rendered. kubectl apply creates one object every 5-60 ms, from an idle machine to a busy
-	// one.
-	DefaultBulkPause = 500 * time.Millisecond
-	// BulkCount creations within one pause of each other make a bulk: a few MiniClusters applied
-	// together are rendered at once.
+	// DefaultBulkWindow is the window of the bulk gate: BulkCount creations within it make a
+	// bulk, which lasts while they keep coming that fast. kubectl apply creates one object every
+	// 5-110 ms, from an idle machine to a busy one.
+	DefaultBulkWindow = time.Second
+	// BulkCount creations within one window make a bulk: a few MiniClusters applied together,
+	// or a steady trickle, are rendered at once.
 	BulkCount = 5
-	// DefaultBulkHoldMax bounds how long a MiniCluster waits for a bulk to pause: one that
-	// never pauses is rendered in waves.
-	DefaultBulkHoldMax = 10 * time.Second
+	// DefaultBulkHoldMax bounds how long a MiniCluster waits for a bulk to end: one that never
+	// ends is rendered in waves.
+	DefaultBulkHoldMax = time.Minute
 )
 
-// bulkGate holds back MiniClusters created in bulk until the creations pause (or they have
-// waited holdMax), then adds them to the queue in the order they were created.
+// bulkGate holds back MiniClusters created in bulk (count or more within window) until the
+// creations slow below that rate (or they have waited holdMax), then adds them to the queue in
+// the order they were created.
 type bulkGate struct {
-	pause   time.Duration
+	window  time.Duration
 	count   int
 	holdMax time.Duration
 	now     func() time.Time
@@ -48,7 +49,7 @@ type bulkGate struct {
 
 	mu     sync.Mutex
 	queue  workqueue.TypedRateLimitingInterface[reconcile.Request]
-	recent []time.Time // creations within the last pause, oldest first
+	recent []time.Time // creations within the last window, oldest first
 	held   []heldRequest
 	timer  timer
 }
@@ -61,8 +62,8 @@ type heldRequest struct {
 	since time.Time
 }
 
-func newBulkGate(pause, holdMax time.Duration) *bulkGate {
-	return &bulkGate{pause: pause, count: BulkCount, holdMax: holdMax, now: time.Now,
+func newBulkGate(window, holdMax time.Duration) *bulkGate {
+	return &bulkGate{window: window, count: BulkCount, holdMax: holdMax, now: time.Now,
 		afterFunc: func(d time.Duration, f func()) timer { return time.AfterFunc(d, f) }}
 }
 
@@ -73,11 +74,8 @@ func (g *bulkGate) created(req reconcile.Request, q workqueue.TypedRateLimitingI
 	defer g.mu.Unlock()
 	now := g.now()
 	g.queue = q
-	keep := 0
-	for keep < len(g.recent) && now.Sub(g.recent[keep]) >= g.pause {
-		keep++
-	}
-	g.recent = append(g.recent[keep:], now)
+	g.recent = append(g.recent, now)
+	g.forget(now)
 	if len(g.held) == 0 && len(g.recent) < g.count {
 		q.Add(req)
 		return
@@ -86,10 +84,23 @@ func (g *bulkGate) created(req reconcile.Request, q workqueue.TypedRateLimitingI
 	g.schedule(now)
 }
 
-// schedule sets the timer to the next release: the pause after the last creation, or the
-// oldest held MiniCluster's bound, whichever comes first. Callers hold g.mu.
+// forget drops the creations older than the window. Callers hold g.mu.
+func (g *bulkGate) forget(now time.Time) {
+	old := 0
+	for old < len(g.recent) && now.Sub(g.recent[old]) >= g.window {
+		old++
+	}
+	g.recent = g.recent[old:]
+}
+
+// schedule sets the timer to the next release: when, without another creation, fewer than
+// count would be left within the window, or at the oldest held MiniCluster's bound, whichever
+// comes first. Callers hold g.mu.
 func (g *bulkGate) schedule(now time.Time) {
-	next := g.recent[len(g.recent)-1].Add(g.pause)
+	next := now
+	if len(g.recent) >= g.count {
+		next = g.recent[len(g.recent)-g.count].Add(g.window)
+	}
 	if bound := g.held[0].since.Add(g.holdMax); bound.Before(next) {
 		next = bound
 	}
@@ -100,7 +111,7 @@ func (g *bulkGate) schedule(now time.Time) {
 	g.timer.Reset(next.Sub(now))
 }
 
-// release adds to the queue every held MiniCluster once the creations paused, or those that
+// release adds to the queue every held MiniCluster once the creations slowed down, or those that
 // waited holdMax while they go on.
 func (g *bulkGate) release() {
 	g.mu.Lock()
@@ -109,9 +120,10 @@ func (g *bulkGate) release() {
 		return
 	}
 	now := g.now()
-	paused := now.Sub(g.recent[len(g.recent)-1]) >= g.pause
+	g.forget(now)
+	ended := len(g.recent) < g.count
 	n := 0
-	for n < len(g.held) && (paused || now.Sub(g.held[n].since) >= g.holdMax) {
+	for n < len(g.held) && (ended || now.Sub(g.held[n].since) >= g.holdMax) {
 		g.queue.Add(g.held[n].req)
 		n++
 	}

@@ -21,8 +21,22 @@ type gateStep struct {
 }
 
 func TestTheBulkGate(t *testing.T) {
-	const pause, holdMax = 500 * time.Millisecond, 10 * time.Second
+	const window, holdMax = time.Second, time.Minute
 	ms := time.Millisecond
+	// A bulk that never ends: a creation every 100 ms for a minute.
+	endless := []gateStep{
+		{create: "x0", queued: []string{"x0"}},
+		{after: 100 * ms, create: "x1", queued: []string{"x1"}},
+		{after: 100 * ms, create: "x2", queued: []string{"x2"}},
+		{after: 100 * ms, create: "x3", queued: []string{"x3"}},
+	}
+	for i := 4; i <= 600; i++ {
+		endless = append(endless, gateStep{after: 100 * ms, create: fmt.Sprintf("x%d", i)})
+	}
+	var rest []string
+	for i := 6; i <= 600; i++ {
+		rest = append(rest, fmt.Sprintf("x%d", i))
+	}
 	tests := []struct {
 		name  string
 		steps []gateStep
@@ -35,54 +49,50 @@ func TestTheBulkGate(t *testing.T) {
 			{after: 10 * ms, create: "d", queued: []string{"d"}},
 		},
 	}, {
-		name: "the fifth creation within a pause starts a bulk, which is released in order when it pauses",
+		name: "the fifth creation within a window starts a bulk, which is released in order when fewer than five came within a window",
 		steps: []gateStep{
 			{create: "a", queued: []string{"a"}},
 			{after: 10 * ms, create: "b", queued: []string{"b"}},
 			{after: 10 * ms, create: "c", queued: []string{"c"}},
 			{after: 10 * ms, create: "d", queued: []string{"d"}},
-			{after: 10 * ms, create: "e", timer: pause},
-			{after: 10 * ms, create: "f", timer: pause},
-			{after: 400 * ms, create: "g", timer: pause},
-			// The timer set for f fires, but g came since.
-			{after: 100 * ms, timer: 400 * ms},
-			{after: 400 * ms, queued: []string{"e", "f", "g"}},
+			// Five within a second: when a is a second old, the window holds four.
+			{after: 10 * ms, create: "e", timer: 960 * ms},
+			{after: 10 * ms, create: "f", timer: 960 * ms},
+			{after: 400 * ms, create: "g", timer: 570 * ms},
+			// A timer that fires early (the one f set, though g came since) releases nothing.
+			{after: 100 * ms, timer: 470 * ms},
+			{after: 470 * ms, queued: []string{"e", "f", "g"}},
 		},
 	}, {
-		name: "creations a pause apart are never a bulk",
+		name: "a steady trickle is never a bulk",
 		steps: []gateStep{
 			{create: "a", queued: []string{"a"}},
-			{after: 10 * ms, create: "b", queued: []string{"b"}},
-			{after: 10 * ms, create: "c", queued: []string{"c"}},
-			{after: 10 * ms, create: "d", queued: []string{"d"}},
-			{after: 500 * ms, create: "e", queued: []string{"e"}},
-			{after: 500 * ms, create: "f", queued: []string{"f"}},
+			{after: 250 * ms, create: "b", queued: []string{"b"}},
+			{after: 250 * ms, create: "c", queued: []string{"c"}},
+			{after: 250 * ms, create: "d", queued: []string{"d"}},
+			{after: 250 * ms, create: "e", queued: []string{"e"}},
+			{after: 250 * ms, create: "f", queued: []string{"f"}},
+			{after: 250 * ms, create: "g", queued: []string{"g"}},
 		},
 	}, {
-		name: "a bulk that does not pause is released in waves, each after the longest hold",
-		steps: append([]gateStep{
-			{create: "a", queued: []string{"a"}},
-			{after: 10 * ms, create: "b", queued: []string{"b"}},
-			{after: 10 * ms, create: "c", queued: []string{"c"}},
-			{after: 10 * ms, create: "d", queued: []string{"d"}},
-			{after: 10 * ms, create: "e0", timer: pause},
-		}, append(creationsEvery(400*ms, 25, "e"),
-			// e24 came 9.6 s after e0: the timer it set fires when e0 has waited 10 s.
-			gateStep{after: 400 * ms, queued: []string{"e0"}, timer: 100 * ms},
-			// The bulk paused for 500 ms: everything else goes.
-			gateStep{after: 100 * ms, queued: creationNames(1, 25, "e")},
-		)...),
+		name: "a bulk that does not end is released in waves, each after the longest hold",
+		steps: append(endless,
+			// x600 came at 60.0 s; x4, held since 0.4 s, has waited a minute at 60.4 s.
+			gateStep{after: 400 * ms, queued: []string{"x4"}, timer: 100 * ms},
+			gateStep{after: 100 * ms, queued: []string{"x5"}, timer: 100 * ms},
+			// At 60.6 s four creations are left within the window: the bulk ended.
+			gateStep{after: 100 * ms, queued: rest},
+		),
 	}, {
-		name: "a creation after a released bulk is queued at once, and a late timer does nothing",
+		name: "a creation after a bulk ended is queued at once, and a late timer does nothing",
 		steps: []gateStep{
 			{create: "a", queued: []string{"a"}},
 			{create: "b", queued: []string{"b"}},
 			{create: "c", queued: []string{"c"}},
 			{create: "d", queued: []string{"d"}},
-			{create: "e", timer: pause},
-			{after: pause, queued: []string{"e"}},
+			{create: "e", timer: window},
+			{after: window, queued: []string{"e"}},
 			{after: ms, create: "f", queued: []string{"f"}},
-			// A timer with nothing held does nothing.
 			{after: time.Hour},
 		},
 	}}
@@ -91,7 +101,7 @@ func TestTheBulkGate(t *testing.T) {
 			now := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
 			var timers []time.Duration
 			var fire func()
-			g := newBulkGate(pause, holdMax)
+			g := newBulkGate(window, holdMax)
 			g.now = func() time.Time { return now }
 			g.afterFunc = func(d time.Duration, f func()) timer {
 				fire = f
@@ -125,24 +135,6 @@ type recordTimer struct{ timers *[]time.Duration }
 func (r recordTimer) Reset(d time.Duration) bool {
 	*r.timers = append(*r.timers, d)
 	return true
-}
-
-// creationsEvery returns n-1 creations of prefix1 … prefix(n-1), each the interval after the
-// one before.
-func creationsEvery(interval time.Duration, n int, prefix string) []gateStep {
-	var steps []gateStep
-	for i := 1; i < n; i++ {
-		steps = append(steps, gateStep{after: interval, create: fmt.Sprintf("%s%d", prefix, i)})
-	}
-	return steps
-}
-
-func creationNames(from, to int, prefix string) []string {
-	var names []string
-	for i := from; i < to; i++ {
-		names = append(names, fmt.Sprintf("%s%d", prefix, i))
-	}
-	return names
 }
 
 func request(name string) reconcile.Request {

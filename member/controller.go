@@ -36,12 +36,12 @@ type Options struct {
 	// MaxConcurrentReconciles is how many MiniClusters are reconciled at once;
 	// DefaultConcurrency when 0.
 	MaxConcurrentReconciles int
-	// BulkPause is how long creations of MiniClusters must pause before those created in bulk
-	// are rendered (bulk.go); DefaultBulkPause when 0, and a negative one renders each
-	// MiniCluster as soon as it is created.
-	BulkPause time.Duration
-	// BulkHoldMax bounds how long a MiniCluster created in bulk waits for the creations to
-	// pause; DefaultBulkHoldMax when 0.
+	// BulkWindow is the window of the bulk gate (bulk.go): MiniClusters created BulkCount or
+	// more within it wait until the creations slow below that rate. DefaultBulkWindow when 0; a
+	// negative one renders each MiniCluster as soon as it is created.
+	BulkWindow time.Duration
+	// BulkHoldMax bounds how long a MiniCluster created in bulk waits for the bulk to end;
+	// DefaultBulkHoldMax when 0.
 	BulkHoldMax time.Duration
 }
 
@@ -107,17 +107,17 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if concurrency == 0 {
 		concurrency = DefaultConcurrency
 	}
-	pause := opts.BulkPause
-	if pause == 0 {
-		pause = DefaultBulkPause
+	window := opts.BulkWindow
+	if window == 0 {
+		window = DefaultBulkWindow
 	}
 	b := ctrl.NewControllerManagedBy(mgr)
-	if pause > 0 {
+	if window > 0 {
 		holdMax := opts.BulkHoldMax
 		if holdMax == 0 {
 			holdMax = DefaultBulkHoldMax
 		}
-		gate, creations := newBulkGate(pause, holdMax).handler()
+		gate, creations := newBulkGate(window, holdMax).handler()
 		b = b.For(&fluxv1alpha2.MiniCluster{}, builder.WithPredicates(everyEventButANewCreation)).
 			Watches(&fluxv1alpha2.MiniCluster{}, gate, builder.WithPredicates(creations))
 	} else {

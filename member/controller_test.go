@@ -454,12 +454,12 @@ func TestMiniClustersOfANamespaceHaveAServiceEach(t *testing.T) {
 	h.get(t, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "third", Namespace: ns}})
 }
 
-// TestMiniClustersCreatedInBulkWaitForThePause checks that MiniClusters created in bulk wait for
-// the creations to pause (bulk.go), while the first few, and any change, are reconciled at once.
-func TestMiniClustersCreatedInBulkWaitForThePause(t *testing.T) {
+// TestMiniClustersCreatedInBulkWaitForItsEnd checks that MiniClusters created in bulk wait for
+// the bulk to end (bulk.go), while the first few, and any change, are reconciled at once.
+func TestMiniClustersCreatedInBulkWaitForItsEnd(t *testing.T) {
 	h := startAPIServer(t)
-	// Nothing pauses for an hour here: what waits, waits.
-	h.runManagerWith(t, Options{BulkPause: time.Hour, BulkHoldMax: time.Hour})
+	// A bulk lasts an hour here: what waits, waits.
+	h.runManagerWith(t, Options{BulkWindow: time.Hour, BulkHoldMax: time.Hour})
 	ctx := context.Background()
 	ns := h.namespace(t)
 	var mcs []*fluxv1alpha2.MiniCluster
@@ -482,13 +482,13 @@ func TestMiniClustersCreatedInBulkWaitForThePause(t *testing.T) {
 	// The last one, created before that change was made, still waits: nothing of it was
 	// written.
 	h.get(t, last)
-	require.Empty(t, last.Status.Conditions, "the last MiniCluster of the bulk was reconciled before the creations paused")
+	require.Empty(t, last.Status.Conditions, "the last MiniCluster of the bulk was reconciled before the bulk ended")
 	require.True(t, apierrors.IsNotFound(h.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.JobName(last)}, &batchv1.Job{})),
-		"the last MiniCluster of the bulk has a Job before the creations paused")
+		"the last MiniCluster of the bulk has a Job before the bulk ended")
 }
 
-// TestMiniClustersCreatedInBulkAreAllRendered checks, with the default pause, that MiniClusters
-// created in bulk are all rendered once the creations pause.
+// TestMiniClustersCreatedInBulkAreAllRendered checks, with the default window, that MiniClusters
+// created in bulk are all rendered once the bulk ends.
 func TestMiniClustersCreatedInBulkAreAllRendered(t *testing.T) {
 	h := startManager(t)
 	ctx := context.Background()

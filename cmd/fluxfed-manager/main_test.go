@@ -65,8 +65,8 @@ func TestRunOutput(t *testing.T) {
 		{name: "unknown flag", args: []string{"--no-such-flag"}, wantErr: "unknown flag: --no-such-flag" + usage},
 		{name: "unknown shorthand", args: []string{"-x"}, wantErr: `unknown shorthand flag: 'x' in -x` + usage},
 		{name: "a flag's bad value", args: []string{"--kube-api-qps=many"}, wantErr: `invalid argument "many" for "--kube-api-qps" flag`},
-		{name: "a negative pause", args: []string{"--bulk-create-pause=-1s"},
-			wantErr: "--bulk-create-pause is -1s: it must be 0 (each MiniCluster is rendered as soon as it is created) or a positive duration"},
+		{name: "a negative window", args: []string{"--bulk-create-window=-1s"},
+			wantErr: "--bulk-create-window is -1s: it must be 0 (each MiniCluster is rendered as soon as it is created) or a positive duration"},
 		{name: "arguments", args: []string{"extra"}, wantErr: `unexpected arguments ["extra"]: only flags are taken` + usage},
 		{name: "the word manager", args: []string{"manager", "--leader-elect"},
 			wantErr: `unexpected arguments ["manager"]: only flags are taken (this binary is ` + "`fluxfed manager`" +

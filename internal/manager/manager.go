@@ -43,7 +43,7 @@ type Options struct {
 	qps                  float64
 	burst                int
 	concurrency          int
-	bulkPause            time.Duration
+	bulkWindow           time.Duration
 	zap                  zap.Options
 }
 
@@ -60,7 +60,7 @@ func (o *Options) BindGeneral(fs *pflag.FlagSet) {
 	fs.Float64Var(&o.qps, "kube-api-qps", member.DefaultAPIQPS, "queries per second the manager may send to the API server")
 	fs.IntVar(&o.burst, "kube-api-burst", member.DefaultAPIBurst, "requests the manager may send at once above --kube-api-qps")
 	fs.IntVar(&o.concurrency, "max-concurrent-reconciles", member.DefaultConcurrency, "MiniClusters reconciled at the same time")
-	fs.DurationVar(&o.bulkPause, "bulk-create-pause", member.DefaultBulkPause, fmt.Sprintf("MiniClusters created in bulk (%d or more this close together) are rendered once creations pause this long, or after %s, so that the manager does not slow down the client creating them; 0 renders each at once", member.BulkCount, member.DefaultBulkHoldMax))
+	fs.DurationVar(&o.bulkWindow, "bulk-create-window", member.DefaultBulkWindow, fmt.Sprintf("new MiniClusters created %d or more within this window wait until the creations slow below that rate, at most %s, so that the manager does not slow down the client creating them; 0 renders each at once", member.BulkCount, member.DefaultBulkHoldMax))
 }
 
 // BindLogging adds controller-runtime's logging flags (--zap-*) to fs.
@@ -107,8 +107,8 @@ type Hub interface {
 // Run runs the manager until ctx is done, logging to logs; version is what its start is logged
 // with. hub is the hub's part, nil for the MiniCluster operator alone.
 func Run(ctx context.Context, opts *Options, hub Hub, version string, logs io.Writer) error {
-	if opts.bulkPause < 0 {
-		return fmt.Errorf("--bulk-create-pause is %s: it must be 0 (each MiniCluster is rendered as soon as it is created) or a positive duration", opts.bulkPause)
+	if opts.bulkWindow < 0 {
+		return fmt.Errorf("--bulk-create-window is %s: it must be 0 (each MiniCluster is rendered as soon as it is created) or a positive duration", opts.bulkWindow)
 	}
 	opts.zap.DestWriter = logs
 	log := zap.New(zap.UseFlagOptions(&opts.zap))
@@ -147,7 +147,7 @@ func Run(ctx context.Context, opts *Options, hub Hub, version string, logs io.Wr
 		}
 		start = mgr.Start
 	}
-	if err := member.Setup(mgr, member.Options{MaxConcurrentReconciles: opts.concurrency, BulkPause: bulkPause(opts.bulkPause)}); err != nil {
+	if err := member.Setup(mgr, member.Options{MaxConcurrentReconciles: opts.concurrency, BulkWindow: bulkWindow(opts.bulkWindow)}); err != nil {
 		return fmt.Errorf("setting up the MiniCluster reconciler: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
@@ -190,9 +190,9 @@ func RestConfig(kubeconfig string) (*rest.Config, error) {
 	return cfg, nil
 }
 
-// bulkPause is --bulk-create-pause as member.Options takes it: 0 there is the default, and a
-// negative pause renders each MiniCluster at once.
-func bulkPause(flag time.Duration) time.Duration {
+// bulkWindow is --bulk-create-window as member.Options takes it: 0 there is the default, and a
+// negative window renders each MiniCluster at once.
+func bulkWindow(flag time.Duration) time.Duration {
 	if flag == 0 {
 		return -1
 	}
