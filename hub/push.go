@@ -59,8 +59,12 @@ func (r *Reconciler) push(ctx context.Context, root *fluxv1alpha2.MiniCluster, p
 		targets := plan.targets[member]
 		state := fed.bursts[targets[0].burst].member
 		memory := r.memory.of(root.UID)
-		last, _ := memory.syncedEpoch(member)
-		live := last != state.Epoch
+		// What was pushed under an earlier epoch of the member is read past its cache: it may
+		// have changed while the hub could not see it. A root never pushed while the member has
+		// been Ready since the hub first saw it (a new root, most often) trusts the cache, which
+		// has watched the member all along: a create finds what the cache misses.
+		last, synced := memory.syncedEpoch(member)
+		live := last != state.Epoch && (synced || state.Epoch > 1)
 		ok := !plan.held[member]
 		for _, t := range targets {
 			o := &fed.bursts[t.burst]
