@@ -65,6 +65,40 @@ type memberCluster struct {
 	proxy *testenv.Proxy
 	// requests counts the hub's requests to this member, health checks aside.
 	requests atomic.Int64
+	// objectReads records the hub's reads of one object on this member ("GET path").
+	objectReads requestLog
+}
+
+// namesAnObject reports whether an API path names one namespaced object (…/namespaces/NS/RESOURCE/NAME),
+// not a list or a watch.
+func namesAnObject(path string) bool {
+	_, rest, ok := strings.Cut(path, "/namespaces/")
+	return ok && len(strings.Split(strings.Trim(rest, "/"), "/")) >= 3
+}
+
+// requestLog records requests.
+type requestLog struct {
+	mu       sync.Mutex
+	requests []string
+}
+
+func (l *requestLog) add(req *http.Request) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.requests = append(l.requests, req.Method+" "+req.URL.Path)
+}
+
+// since returns what was recorded after the first n.
+func (l *requestLog) since(n int) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.requests[n:]...)
+}
+
+func (l *requestLog) len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.requests)
 }
 
 // federation is a hub with its members.
@@ -257,6 +291,9 @@ func startFederationAs(t testing.TB, deployed bool, opts hub.Options, memberName
 						health := req.UserAgent() == members.HealthUserAgent
 						if !health {
 							m.requests.Add(1)
+							if req.Method == http.MethodGet && namesAnObject(req.URL.Path) {
+								m.objectReads.add(req)
+							}
 						}
 						resp, err := rt.RoundTrip(req)
 						if err != nil || health || req.Method == http.MethodGet || resp.StatusCode >= 300 {

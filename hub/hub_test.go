@@ -503,6 +503,22 @@ func testMemberCachesHoldOnlyTheHubsObjects(t *testing.T, f *federation) {
 	require.Equal(t, []string{ns + "/burst-a-curve"}, names(&secrets.Items[0]))
 }
 
+// TestANewRootIsPushedWithoutReadingFirst checks that the first push of a root onto members that
+// have been Ready all along reads nothing on them: their caches have watched them since, and a
+// create finds what a cache misses (TestOwnershipSurvivesAKillOrALostReplyAfterEveryWrite covers
+// that).
+func TestANewRootIsPushedWithoutReadingFirst(t *testing.T) {
+	f := startFederation(t, hub.Options{}, "member-a", "member-b")
+	before := map[string]int{}
+	for name, m := range f.members {
+		before[name] = m.objectReads.len()
+	}
+	f.burstOntoBoth(t, "fresh")
+	for name, m := range f.members {
+		require.Empty(t, m.objectReads.since(before[name]), "reads on %s", name)
+	}
+}
+
 func TestASettledFederationCostsNoRequests(t *testing.T) {
 	f := startFederation(t, hub.Options{}, "member-a", "member-b")
 	_, root := f.burstOntoBoth(t, "quiet")
