@@ -78,6 +78,7 @@ func BenchmarkManyRoots(b *testing.B) {
 			})
 		}
 		wg.Wait()
+		createdIn := time.Since(start)
 		var done []time.Duration
 		var last time.Time
 		deadline := time.Now().Add(20 * time.Minute)
@@ -130,6 +131,7 @@ func BenchmarkManyRoots(b *testing.B) {
 		b.ReportMetric(float64((cpuTime()-settledCPU).Milliseconds())*perMinute, "settled-cpu-ms/min")
 		b.ReportMetric(reconciles/float64(n), "reconciles/root")
 		b.ReportMetric((hubReconciles(b)-settledReconciles)*perMinute, "settled-reconciles/min")
+		b.Logf("the %d roots were created in %.1f s (%.0f a second)", n, createdIn.Seconds(), float64(n)/createdIn.Seconds())
 		b.Logf("the hub's writes to its own cluster per root: %s", writesByKind(hubWrites, n))
 		b.Logf("CPU per root of each cluster's API server and etcd: hub %.1f ms, member-a %.1f ms, member-b %.1f ms",
 			perRoot(each["hub"]-eachBefore["hub"], n), perRoot(each["member-a"]-eachBefore["member-a"], n), perRoot(each["member-b"]-eachBefore["member-b"], n))
