@@ -4,8 +4,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"slices"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -30,6 +33,7 @@ var (
 	benchRoots          = flag.Int("fluxfed.roots", 200, "how many roots BenchmarkManyRoots creates")
 	benchSettled        = flag.Duration("fluxfed.settled", 30*time.Second, "how long BenchmarkManyRoots watches the settled federation")
 	benchSettledProfile = flag.String("fluxfed.settledprofile", "", "where BenchmarkManyRoots writes a CPU profile of the settled federation")
+	benchServerProfiles = flag.String("fluxfed.serverprofiles", "", "directory where BenchmarkManyRoots writes a CPU profile of each cluster's API server over the first 10 s of the roots' creation (go tool pprof kube-apiserver DIR/hub.cpu)")
 )
 
 // BenchmarkManyRoots measures the hub at scale with default settings: -fluxfed.roots roots (200
@@ -40,7 +44,7 @@ var (
 // hub's reconciles per root, and, once everything settled, the hub's requests to the members,
 // CPU and reconciles per minute:
 //
-//	go test ./hub -run '^$' -bench ManyRoots -benchtime 1x -timeout 30m [-cpuprofile cpu.out -memprofile mem.out]
+//	go test ./hub -run '^$' -bench ManyRoots -benchtime 1x -timeout 30m [-cpuprofile cpu.out -memprofile mem.out] [-fluxfed.serverprofiles DIR]
 //
 // The API servers run as processes of their own; the hub (with the member reconciler of the
 // hub's cluster, as a hub runs it), the test's clients and its watches of the members share
@@ -62,6 +66,7 @@ func BenchmarkManyRoots(b *testing.B) {
 		cpuBefore := cpuTime()
 		reconcilesBefore := hubReconciles(b)
 		created := make([]time.Time, n)
+		serverProfiles := profileServers(b, map[string]*testenv.Env{"hub": f.hub, "member-a": a.env, "member-b": m.env})
 		b.StartTimer()
 		start := time.Now()
 		var wg sync.WaitGroup
@@ -94,6 +99,7 @@ func BenchmarkManyRoots(b *testing.B) {
 		}
 		elapsed := last.Sub(start)
 		b.StopTimer()
+		serverProfiles()
 		cpu := cpuTime() - cpuBefore
 		each, servers := serversCPU(ports)
 		servers -= serversBefore
@@ -307,6 +313,40 @@ func serversCPU(hosts map[string]string) (map[string]time.Duration, time.Duratio
 		out[name] = byPort[port]
 	}
 	return out, all
+}
+
+// profileServers starts a CPU profile of 10 s of each API server of envs (by name) when
+// -fluxfed.serverprofiles is set, and returns the function that waits for them to be written.
+func profileServers(b *testing.B, envs map[string]*testenv.Env) func() {
+	b.Helper()
+	if *benchServerProfiles == "" {
+		return func() {}
+	}
+	var wg sync.WaitGroup
+	for name, env := range envs {
+		c, err := rest.HTTPClientFor(env.Config)
+		require.NoError(b, err)
+		wg.Go(func() {
+			resp, err := c.Get(strings.TrimSuffix(env.Config.Host, "/") + "/debug/pprof/profile?seconds=10")
+			if err != nil {
+				b.Errorf("profiling the API server of %s: %v", name, err)
+				return
+			}
+			defer func() { _ = resp.Body.Close() }()
+			out, err := os.Create(filepath.Join(*benchServerProfiles, name+".cpu"))
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			if _, err := io.Copy(out, resp.Body); err != nil {
+				b.Errorf("profiling the API server of %s: %v", name, err)
+			}
+			if err := out.Close(); err != nil {
+				b.Error(err)
+			}
+		})
+	}
+	return wg.Wait
 }
 
 // hostPorts returns the port of each cluster's API server, by name.
