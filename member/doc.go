@@ -10,6 +10,10 @@
 // exception to "put back": its data is never rewritten; a deleted one is generated anew (with a
 // Warning event) for a root, and awaited from the hub for a child.
 //
+// MiniClusters created in bulk (BulkCount or more within a window) are queued once the creations
+// slow down (bulk.go): rendering each while the client that creates them is still at it would
+// slow that client down, since each MiniCluster costs the API server more than its create did.
+//
 // A reconcile ends in one typed error: a *apply.Refusal or an invalid spec is terminal
 // (reconcile.TerminalError, Failed=True) until the spec changes, except a Conflict, which is
 // retried with backoff since the other object may go; waiting is reported, not failed.
