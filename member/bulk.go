@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -36,12 +35,11 @@ const (
 	DefaultBulkHoldMax = time.Minute
 )
 
-// bulkGate holds back MiniClusters created in bulk (count or more within window) until the
+// bulkGate holds back MiniClusters created in bulk (BulkCount or more within window) until the
 // creations slow below that rate (or they have waited holdMax), then adds them to the queue in
 // the order they were created.
 type bulkGate struct {
 	window  time.Duration
-	count   int
 	holdMax time.Duration
 	now     func() time.Time
 	// afterFunc starts the release timer: time.AfterFunc, or a recorder in tests.
@@ -63,7 +61,7 @@ type heldRequest struct {
 }
 
 func newBulkGate(window, holdMax time.Duration) *bulkGate {
-	return &bulkGate{window: window, count: BulkCount, holdMax: holdMax, now: time.Now,
+	return &bulkGate{window: window, holdMax: holdMax, now: time.Now,
 		afterFunc: func(d time.Duration, f func()) timer { return time.AfterFunc(d, f) }}
 }
 
@@ -76,7 +74,7 @@ func (g *bulkGate) created(req reconcile.Request, q workqueue.TypedRateLimitingI
 	g.queue = q
 	g.recent = append(g.recent, now)
 	g.forget(now)
-	if len(g.held) == 0 && len(g.recent) < g.count {
+	if len(g.held) == 0 && len(g.recent) < BulkCount {
 		q.Add(req)
 		return
 	}
@@ -94,12 +92,12 @@ func (g *bulkGate) forget(now time.Time) {
 }
 
 // schedule sets the timer to the next release: when, without another creation, fewer than
-// count would be left within the window, or at the oldest held MiniCluster's bound, whichever
+// BulkCount would be left within the window, or at the oldest held MiniCluster's bound, whichever
 // comes first. Callers hold g.mu.
 func (g *bulkGate) schedule(now time.Time) {
 	next := now
-	if len(g.recent) >= g.count {
-		next = g.recent[len(g.recent)-g.count].Add(g.window)
+	if len(g.recent) >= BulkCount {
+		next = g.recent[len(g.recent)-BulkCount].Add(g.window)
 	}
 	if bound := g.held[0].since.Add(g.holdMax); bound.Before(next) {
 		next = bound
@@ -121,7 +119,7 @@ func (g *bulkGate) release() {
 	}
 	now := g.now()
 	g.forget(now)
-	ended := len(g.recent) < g.count
+	ended := len(g.recent) < BulkCount
 	n := 0
 	for n < len(g.held) && (ended || now.Sub(g.held[n].since) >= g.holdMax) {
 		g.queue.Add(g.held[n].req)
@@ -138,7 +136,7 @@ func (g *bulkGate) release() {
 func (g *bulkGate) handler() (handler.EventHandler, predicate.Predicate) {
 	return handler.Funcs{
 			CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-				g.created(requestFor(e.Object), q)
+				g.created(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.Object)}, q)
 			},
 		}, predicate.Funcs{
 			CreateFunc:  func(e event.CreateEvent) bool { return !e.IsInInitialList },
@@ -151,8 +149,4 @@ func (g *bulkGate) handler() (handler.EventHandler, predicate.Predicate) {
 // everyEventButANewCreation keeps the events of MiniClusters the bulk gate does not take.
 var everyEventButANewCreation = predicate.Funcs{
 	CreateFunc: func(e event.CreateEvent) bool { return e.IsInInitialList },
-}
-
-func requestFor(obj client.Object) reconcile.Request {
-	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}}
 }
