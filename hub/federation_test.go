@@ -66,7 +66,7 @@ type memberCluster struct {
 	// requests counts the hub's requests to this member, health checks aside.
 	requests atomic.Int64
 	// objectReads records the hub's reads of one object on this member ("GET path").
-	objectReads requestLog
+	objectReads requestCount
 }
 
 // namesAnObject reports whether an API path names one namespaced object (…/namespaces/NS/RESOURCE/NAME),
@@ -76,30 +76,6 @@ func namesAnObject(path string) bool {
 	return ok && len(strings.Split(strings.Trim(rest, "/"), "/")) >= 3
 }
 
-// requestLog records requests.
-type requestLog struct {
-	mu       sync.Mutex
-	requests []string
-}
-
-func (l *requestLog) add(req *http.Request) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.requests = append(l.requests, req.Method+" "+req.URL.Path)
-}
-
-// since returns what was recorded after the first n.
-func (l *requestLog) since(n int) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]string(nil), l.requests[n:]...)
-}
-
-func (l *requestLog) len() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.requests)
-}
 
 // federation is a hub with its members.
 type federation struct {
@@ -125,32 +101,39 @@ type federation struct {
 	access string
 }
 
+// requestCount records requests as "METHOD path?query": wrap the writes of a client, record any
+// one request.
 type requestCount struct {
-	mu     sync.Mutex
-	writes []string
+	mu       sync.Mutex
+	requests []string
 }
 
+// wrap records every request but reads.
 func (c *requestCount) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 		if req.Method != http.MethodGet {
-			c.mu.Lock()
-			c.writes = append(c.writes, req.Method+" "+req.URL.Path+"?"+req.URL.RawQuery)
-			c.mu.Unlock()
+			c.record(req)
 		}
 		return rt.RoundTrip(req)
 	})
 }
 
+func (c *requestCount) record(req *http.Request) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.requests = append(c.requests, req.Method+" "+req.URL.Path+"?"+req.URL.RawQuery)
+}
+
 func (c *requestCount) since(mark int) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]string(nil), c.writes[mark:]...)
+	return append([]string(nil), c.requests[mark:]...)
 }
 
 func (c *requestCount) mark() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.writes)
+	return len(c.requests)
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)
@@ -292,7 +275,7 @@ func startFederationAs(t testing.TB, deployed bool, opts hub.Options, memberName
 						if !health {
 							m.requests.Add(1)
 							if req.Method == http.MethodGet && namesAnObject(req.URL.Path) {
-								m.objectReads.add(req)
+								m.objectReads.record(req)
 							}
 						}
 						resp, err := rt.RoundTrip(req)

@@ -511,7 +511,7 @@ func TestANewRootIsPushedWithoutReadingFirst(t *testing.T) {
 	f := startFederation(t, hub.Options{}, "member-a", "member-b")
 	before := map[string]int{}
 	for name, m := range f.members {
-		before[name] = m.objectReads.len()
+		before[name] = m.objectReads.mark()
 	}
 	f.burstOntoBoth(t, "fresh")
 	for name, m := range f.members {
