@@ -76,7 +76,6 @@ func namesAnObject(path string) bool {
 	return ok && len(strings.Split(strings.Trim(rest, "/"), "/")) >= 3
 }
 
-
 // federation is a hub with its members.
 type federation struct {
 	mu      sync.Mutex
