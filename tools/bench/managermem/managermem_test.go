@@ -241,7 +241,7 @@ type manager struct {
 // startManager starts bin's manager against env, as an administrator, and returns once its
 // probes answer and its caches have had a moment to sync. Its log is kept in dir and printed if
 // the run fails.
-func startManager(b *testing.B, bin binary, path string, env *testenv.Env, dir string) *manager {
+func startManager(b *testing.B, bin binary, path string, env *testenv.Env, dir string, extra ...string) *manager {
 	b.Helper()
 	m := &manager{bin: bin, kubeconfig: env.WriteKubeconfig(b, dir), metricsAddr: testenv.FreeAddr(b)}
 	probeAddr := testenv.FreeAddr(b)
@@ -256,6 +256,7 @@ func startManager(b *testing.B, bin binary, path string, env *testenv.Env, dir s
 			"--kubeconfig="+m.kubeconfig,
 			"--metrics-secure=false", "--metrics-bind-address="+m.metricsAddr,
 			"--health-probe-bind-address="+probeAddr)
+		args = append(args, extra...)
 		if *managerArgs != "" {
 			args = append(args, strings.Split(*managerArgs, ",")...)
 		}
