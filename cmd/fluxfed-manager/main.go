@@ -16,7 +16,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"syscall"
@@ -43,16 +42,7 @@ var hubFlags = []string{
 	"members-namespace", "orphan-sweep-interval", "skip-member-namespaces",
 }
 
-// gcPercent is the garbage collector's target when GOGC is not set. What a reconcile renders is
-// garbage when it ends; with Go's default of 100 the manager rendering a hundred new
-// MiniClusters at once peaked at 53-54 MiB of RSS, and at 49 MiB with 50, which cost about 1 s
-// more CPU per thousand MiniClusters (tools/bench/managermem).
-const gcPercent = 50
-
 func main() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(gcPercent)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
