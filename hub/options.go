@@ -157,12 +157,14 @@ func setDefault[T comparable](v *T, def T) {
 }
 
 // memberClusterOptions limits what the hub holds of a member: only objects labelled with this
-// hub's identity. The hub reads two kinds through the cache, MiniClusters and Secrets; the one
+// hub's identity, without their managedFields (internal/apply reads an object live when an apply
+// must change it). The hub reads two kinds through the cache, MiniClusters and Secrets; the one
 // other kind it reads, Namespaces, is read live.
 func memberClusterOptions(scheme *runtime.Scheme, hub string, syncTimeout time.Duration) cluster.Option {
 	return func(o *cluster.Options) {
 		o.Scheme = scheme
 		o.Cache.DefaultLabelSelector = labels.SelectorFromSet(labels.Set{fluxv1alpha2.LabelOriginHub: hub})
+		o.Cache.DefaultTransform = cache.TransformStripManagedFields()
 		o.Client.Cache = &client.CacheOptions{Unstructured: false, DisableFor: []client.Object{&corev1.Namespace{}}}
 		o.NewCache = func(config *rest.Config, cacheOpts cache.Options) (cache.Cache, error) {
 			c, err := cache.New(config, cacheOpts)
