@@ -163,6 +163,7 @@ BENCH_PACKAGES = \
 	./tools/bench/managermem@ManagerMemory \
 	./hub@BurstToTwoMembers \
 	./hub@ManyRoots \
+	./tools/bench/managermem@HubMemory \
 	./tools/celcost@CELValidation \
 	./tools/celcost@MiniClusterAdmission \
 	./e2e/realflux@TheHubNoticesAWaitingJob

@@ -27,6 +27,10 @@
 // each CRD: the baseline of the slowdown. -managermem.busy=N runs N CPU-burning processes through
 // every run.
 //
+// BenchmarkHubMemory measures the hub the same way: `fluxfed manager --hub` as a process against
+// a hub and two members, with -managermem.roots roots (0 and 200) each bursting onto both (issue
+// 25: the hub within 80 MiB + 0.1 MiB per root).
+//
 // The file-backed part of RSS depends on the page cache as much as on the binary: the kernel
 // maps whole folios of a file around a page that faults, and the folios are as large as the
 // writes that filled the cache allowed. The same binary written in one write is mapped whole
