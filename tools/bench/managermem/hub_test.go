@@ -4,8 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -39,14 +37,7 @@ const membersNamespace = "fluxfed-system"
 //	  go test ./tools/bench/managermem -run '^$' -bench HubMemory -benchtime 1x -timeout 60m
 func BenchmarkHubMemory(b *testing.B) {
 	ctrllog.SetLogger(logr.Discard()) // envtest logs through it
-	var ns []int
-	for s := range strings.SplitSeq(*hubRoots, ",") {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 0 {
-			b.Fatalf("-managermem.roots: %q is not a number of roots", s)
-		}
-		ns = append(ns, n)
-	}
+	ns := counts(b, "-managermem.roots", *hubRoots, 0)
 	bin := known["fluxfed"]
 	path := build(b, b.TempDir(), bin)
 	for _, n := range ns {

@@ -76,14 +76,7 @@ var known = map[string]binary{
 func BenchmarkManagerMemory(b *testing.B) {
 	ctrllog.SetLogger(logr.Discard()) // envtest logs through it
 	bins := parseBinaries(b)
-	var ns []int
-	for s := range strings.SplitSeq(*sizes, ",") {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			b.Fatalf("-managermem.sizes: %q is not a positive number", s)
-		}
-		ns = append(ns, n)
-	}
+	ns := counts(b, "-managermem.sizes", *sizes, 1)
 	dir := b.TempDir()
 	paths := map[string]string{}
 	for _, bin := range bins {
@@ -108,6 +101,20 @@ func BenchmarkManagerMemory(b *testing.B) {
 			})
 		}
 	}
+}
+
+// counts parses list, the comma-separated value of flag name, into numbers of at least least.
+func counts(b *testing.B, name, list string, least int) []int {
+	b.Helper()
+	var ns []int
+	for s := range strings.SplitSeq(list, ",") {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < least {
+			b.Fatalf("%s: %q is not a number of at least %d", name, s, least)
+		}
+		ns = append(ns, n)
+	}
+	return ns
 }
 
 // parseBinaries returns the binaries of -managermem.binaries, and the Flux Operator's last when
