@@ -87,14 +87,8 @@ func measureHub(b *testing.B, bin binary, path string, n int) {
 	}
 	elapsed := time.Since(t0).Seconds()
 	b.StopTimer()
-	time.Sleep(*settle)
-	f := m.figures(b, peakAnon(), n)
-	f.elapsed = elapsed
-	reportMemory(b, f)
-	b.ReportMetric(f.elapsed, "s")
-	b.ReportMetric(0, "ns/op") // the time that matters is s, above
+	m.settleAndReport(b, peakAnon(), n, elapsed, "the hub", "both children of every root in")
 	b.ReportMetric(80+0.1*float64(n), "target-MiB")
-	logMemory(b, "the hub", n, f, "both children of every root in")
 }
 
 // register writes the kubeconfig Secret of member name on hub, with env's administrator's

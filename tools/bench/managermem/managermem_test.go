@@ -207,13 +207,20 @@ func measure(b *testing.B, bin binary, path string, n int) {
 	stopCPU()
 	stopServerCPU()
 	logManagedFields(ctx, b, env.Client, mcs[0])
+	m.settleAndReport(b, peakAnon(), n, elapsed, bin.name, "all reported in")
+}
+
+// settleAndReport lets the manager settle, then reads, reports and logs its figures: elapsed is
+// how long the run took, done names what it measures.
+func (m *manager) settleAndReport(b *testing.B, peakAnon int64, n int, elapsed float64, name, done string) {
+	b.Helper()
 	time.Sleep(*settle)
-	f := m.figures(b, peakAnon(), n)
+	f := m.figures(b, peakAnon, n)
 	f.elapsed = elapsed
 	reportMemory(b, f)
 	b.ReportMetric(f.elapsed, "s")
 	b.ReportMetric(0, "ns/op") // the time that matters is s, above
-	logMemory(b, bin.name, n, f, "all reported in")
+	logMemory(b, name, n, f, done)
 }
 
 // miniClusters returns the n MiniClusters of a run, size 4, in namespace.
